@@ -1,0 +1,195 @@
+"""Batches of strings in the Arrow string layout: one ``uint8`` byte buffer and int64 offsets.
+
+String ``i`` is ``data[offsets[i]:offsets[i + 1]]``; ``offsets[0] == 0`` and
+``offsets[-1] == len(data)``. The arrays live on numpy (host) or cupy (device). pyarrow string and
+binary arrays convert without copying the bytes.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from gpu_text.ragged import RaggedArray, _to_numpy, _xp
+
+
+class TextBatch(RaggedArray):
+    """A batch of byte strings (usually UTF-8 text).
+
+    >>> b = TextBatch.from_strings(["héllo", "", "世界"])
+    >>> len(b), b.lengths.tolist(), b[2].decode()
+    (3, [6, 0, 6], '世界')
+    """
+
+    def __init__(self, data: Any, offsets: Any, *, check: bool = True) -> None:
+        if data.dtype != np.uint8:
+            raise TypeError(f"TextBatch data must be uint8 bytes (got {data.dtype})")
+        super().__init__(data, offsets, check=check)
+
+    @property
+    def data(self) -> Any:
+        """The byte buffer (``values``)."""
+        return self.values
+
+    @property
+    def nbytes(self) -> int:
+        """Total bytes of text.
+
+        >>> TextBatch.from_strings(["ab", "c"]).nbytes
+        3
+        """
+        return int(self.values.size)
+
+    def __repr__(self) -> str:
+        return f"TextBatch(strings={len(self)}, bytes={self.nbytes})"
+
+    def __getitem__(self, i: int) -> bytes:
+        return _to_numpy(self.row(i)).tobytes()
+
+    @classmethod
+    def from_strings(cls, items: Iterable[str | bytes]) -> "TextBatch":
+        """From Python ``str`` (encoded as UTF-8) or ``bytes`` items.
+
+        Lone surrogates in a ``str`` are kept as their (invalid) UTF-8 bytes, so nothing is lost;
+        decoding turns them into U+FFFD.
+
+        >>> TextBatch.from_strings([b"\\xff", "a"]).to_bytes_list()
+        [b'\\xff', b'a']
+        """
+        encoded = [s.encode("utf-8", "surrogatepass") if isinstance(s, str) else bytes(s) for s in items]
+        offsets = np.zeros(len(encoded) + 1, np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
+        data = np.frombuffer(b"".join(encoded), np.uint8)
+        return cls(data, offsets, check=False)
+
+    @classmethod
+    def from_buffers(cls, data: Any, offsets: Any) -> "TextBatch":
+        """From an existing byte buffer and offsets (numpy or cupy), without copying the bytes.
+
+        Offsets that do not start at 0 (a slice of a larger buffer) are rebased; the bytes are
+        viewed, not copied.
+
+        >>> TextBatch.from_buffers(np.frombuffer(b"xxabc", np.uint8), [2, 4, 5]).to_bytes_list()
+        [b'ab', b'c']
+        """
+        xp = _xp(data)
+        offsets = xp.asarray(offsets, dtype=xp.int64)
+        data = xp.asarray(data)
+        if data.dtype != np.uint8:
+            data = data.view(xp.uint8)
+        if offsets.ndim != 1 or offsets.size == 0:
+            raise ValueError("offsets must be 1-D with at least one entry")
+        first, last = int(offsets[0]), int(offsets[-1])
+        if first < 0 or last > data.size:
+            raise ValueError(f"offsets span [{first}, {last}) outside a buffer of {data.size} bytes")
+        if first != 0:
+            offsets = offsets - first
+        return cls(data[first:last], offsets)
+
+    @classmethod
+    def from_arrow(cls, array: Any, *, nulls: str = "error") -> "TextBatch":
+        """From a pyarrow ``(Large)StringArray`` or ``(Large)BinaryArray`` (or a chunked one).
+
+        The bytes are not copied. int32 offsets are widened (a copy of the offsets only); a slice
+        (non-zero ``array.offset``) is handled. Nulls raise unless ``nulls="empty"``.
+
+        >>> import pyarrow as pa
+        >>> TextBatch.from_arrow(pa.array(["a", "bc", "d"]).slice(1)).to_bytes_list()
+        [b'bc', b'd']
+        """
+        import pyarrow as pa
+
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+        kinds = {pa.string(): np.int32, pa.binary(): np.int32, pa.large_string(): np.int64, pa.large_binary(): np.int64}
+        offset_dtype = kinds.get(array.type)
+        if offset_dtype is None:
+            raise TypeError(f"expected a pyarrow string or binary array, got type {array.type}")
+        if array.null_count:
+            if nulls != "empty":
+                raise ValueError(f"{array.null_count} null strings in the array; pass nulls='empty' to read them as ''")
+            import pyarrow.compute as pc
+
+            empty = b"" if array.type in (pa.binary(), pa.large_binary()) else ""
+            array = pc.fill_null(array, pa.scalar(empty, array.type))
+        _, offsets_buf, data_buf = array.buffers()
+        offsets = np.frombuffer(offsets_buf, offset_dtype)[array.offset:array.offset + len(array) + 1]
+        data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+        return cls.from_buffers(data, offsets.astype(np.int64, copy=False))
+
+    def to_bytes_list(self) -> list[bytes]:
+        """Every string as ``bytes``.
+
+        >>> TextBatch.from_strings(["a", ""]).to_bytes_list()
+        [b'a', b'']
+        """
+        raw = _to_numpy(self.values).tobytes()
+        bounds = _to_numpy(self.offsets).tolist()
+        return [raw[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def to_pylist(self, errors: str = "replace") -> list[str]:  # type: ignore[override]
+        """Every string as ``str`` (malformed UTF-8 handled by ``errors``, as in ``bytes.decode``).
+
+        >>> TextBatch.from_strings(["a", "世"]).to_pylist()
+        ['a', '世']
+        """
+        return [b.decode("utf-8", errors) for b in self.to_bytes_list()]
+
+    def to_arrow(self, large: bool | None = None, binary: bool = False) -> Any:  # type: ignore[override]
+        """A pyarrow ``LargeStringArray`` sharing the bytes (``binary=True``: ``LargeBinaryArray``).
+
+        A string array must hold valid UTF-8, so this raises on malformed text unless ``binary``.
+        ``large=False`` gives int32 offsets (a copy of the offsets).
+
+        >>> TextBatch.from_strings(["a", "bc"]).to_arrow().to_pylist()
+        ['a', 'bc']
+        """
+        import pyarrow as pa
+
+        from gpu_text import utf8
+
+        host = self.to_numpy()
+        if not binary:
+            bad = np.flatnonzero(~utf8.validate(host, backend="cpu"))
+            if bad.size:
+                raise ValueError(f"string {int(bad[0])} is not valid UTF-8 ({bad.size} such); use binary=True")
+        if large is None:
+            large = host.nbytes > np.iinfo(np.int32).max
+        offsets = host.offsets if large else host.offsets.astype(np.int32)
+        kind = {(True, False): pa.large_string(), (True, True): pa.large_binary(),
+                (False, False): pa.string(), (False, True): pa.binary()}[(bool(large), bool(binary))]
+        return pa.Array.from_buffers(kind, len(host), [None, pa.py_buffer(offsets), pa.py_buffer(host.values)])
+
+    def to_numpy(self) -> "TextBatch":
+        """This batch on the host.
+
+        >>> TextBatch.from_strings(["a"]).to_numpy().nbytes
+        1
+        """
+        return TextBatch(_to_numpy(self.values), _to_numpy(self.offsets), check=False)
+
+    def to_device(self, xp: Any) -> "TextBatch":
+        """This batch on ``xp``'s device (``numpy`` or ``cupy``); no copy when already there.
+
+        >>> TextBatch.from_strings(["a"]).to_device(np).nbytes
+        1
+        """
+        if xp is np:
+            return self.to_numpy()
+        return TextBatch(xp.asarray(self.values), xp.asarray(self.offsets), check=False)
+
+
+def as_text_batch(texts: Any) -> TextBatch:
+    """Accept a :class:`TextBatch`, a pyarrow array, or an iterable of ``str``/``bytes``.
+
+    >>> as_text_batch(["a", "b"]).nbytes
+    2
+    """
+    if isinstance(texts, TextBatch):
+        return texts
+    if type(texts).__module__.startswith("pyarrow"):
+        return TextBatch.from_arrow(texts)
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("expected a batch of strings, got a single string; wrap it in a list")
+    return TextBatch.from_strings(texts)

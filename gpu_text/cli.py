@@ -1,0 +1,122 @@
+"""The ``gpu-text`` command line: ``gpu-text info`` now; later issues add subcommands here.
+
+Each subcommand is a function ``cmd_<name>(args) -> int`` registered in :func:`build_parser`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from typing import Any
+
+
+def environment_info() -> dict[str, Any]:
+    """Version, chosen backend, device, and whether CuPy, NVRTC and Numba threading are usable.
+
+    >>> sorted(environment_info())[:3]
+    ['backend', 'cupy', 'device']
+    """
+    import numba
+
+    import gpu_text
+    from gpu_text.backend import cuda_unavailable_reason, get_backend
+
+    info: dict[str, Any] = {
+        "gpu_text": gpu_text.__version__,
+        "python": platform.python_version(),
+        "numba": numba.__version__,
+        "backend": get_backend().name,
+        "cuda_unavailable_reason": cuda_unavailable_reason(),
+        "device": None,
+    }
+    try:
+        import cupy
+
+        info["cupy"] = cupy.__version__
+    except Exception as exc:  # not installed, or a broken CUDA install
+        info["cupy"] = f"not importable ({type(exc).__name__})"
+    if info["cuda_unavailable_reason"] is None:
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        free, total = cupy.cuda.runtime.memGetInfo()
+        info["device"] = {"name": props["name"].decode(), "compute_capability": f"{props['major']}.{props['minor']}",
+                          "memory_total_gib": round(total / 2**30, 1), "memory_free_gib": round(free / 2**30, 1)}
+    try:
+        from cuda.bindings import nvrtc
+
+        _, major, minor = nvrtc.nvrtcVersion()
+        info["nvrtc"] = f"{major}.{minor}"
+    except Exception as exc:
+        info["nvrtc"] = f"not importable ({type(exc).__name__})"
+    info["numba_threads"] = numba.get_num_threads()
+    info["numba_threading_layer"] = _numba_threading_layer()
+    return info
+
+
+def _numba_threading_layer() -> str:
+    import numba
+    import numpy as np
+
+    @numba.njit(parallel=True)
+    def _touch(x):  # the layer is chosen on the first parallel launch
+        for i in numba.prange(x.size):
+            x[i] += 1
+
+    _touch(np.zeros(2))
+    try:
+        return str(numba.threading_layer())
+    except ValueError:
+        return "unknown"
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    info = environment_info()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    for key, value in info.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}={v}" for k, v in value.items())
+        print(f"{key:>24}: {value}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand.
+
+    >>> build_parser().parse_args(["info", "--json"]).json
+    True
+    """
+    parser = argparse.ArgumentParser(prog="gpu-text", description="GPU-accelerated text processing.")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    commands = parser.add_subparsers(dest="command")
+    info = commands.add_parser("info", help="version, backend, device and toolchain")
+    info.add_argument("--json", action="store_true", help="machine-readable output")
+    info.set_defaults(run=cmd_info)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``gpu-text`` console script.
+
+    >>> main(["--version"])  # doctest: +ELLIPSIS
+    gpu_text ...
+    0
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        import gpu_text
+
+        print(f"gpu_text {gpu_text.__version__}")
+        return 0
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return 2
+    return int(args.run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""CUDA launch wrappers: one module per kernel family, mirroring ``cpu_fallback``.
+
+Each wrapper takes a kernel runtime first (``rt.xp`` for arrays, ``rt.function(family, name)``
+for kernels) and then exactly the arguments of its Numba twin. The runtime is CuPy on a GPU and
+the CPU emulator in the tests, so the same launch code is exercised in both places.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+# Threads per block; must equal GT_BLOCK in cuda/common.cuh.
+BLOCK = 256
+
+
+def blocks_for(n_items: int, items_per_block: int) -> int:
+    """Number of blocks covering ``n_items`` when each block takes ``items_per_block``.
+
+    >>> blocks_for(0, 256), blocks_for(1, 256), blocks_for(257, 256)
+    (0, 1, 2)
+    """
+    return -(-n_items // items_per_block)
+
+
+def launch(kernel: Callable[..., None], n_blocks: int, args: Sequence[Any], shared_mem: int = 0) -> None:
+    """Launch ``kernel`` on ``n_blocks`` blocks of :data:`BLOCK` threads; nothing when 0 blocks.
+
+    >>> launch(lambda *a, **k: print("ran"), 0, ())
+    >>> launch(lambda *a, **k: print("ran", a[0]), 2, ())
+    ran (2, 1, 1)
+    """
+    if n_blocks <= 0:
+        return
+    kernel((int(n_blocks), 1, 1), (BLOCK, 1, 1), tuple(args), shared_mem=shared_mem)
+
+
+def i64(value: int) -> np.int64:
+    """A kernel argument of C type ``long long``.
+
+    >>> i64(3).dtype
+    dtype('int64')
+    """
+    return np.int64(value)

@@ -1,0 +1,48 @@
+"""Where the CUDA C sources are, in a source checkout and in an installed wheel.
+
+In the repository the kernels live in the top-level ``cuda/`` folder; the wheel carries the same
+files as ``gpu_text/_cuda`` (see ``pyproject.toml``). Everything that compiles a kernel (the CuPy
+loader, the NVRTC check, the CPU emulator in the tests) asks this module, so all three compile the
+same text.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def kernel_source_dir() -> Path:
+    """The folder holding the ``.cu`` and ``.cuh`` files.
+
+    >>> (kernel_source_dir() / "utf8.cu").is_file()
+    True
+    """
+    for candidate in (_PACKAGE_DIR / "_cuda", _PACKAGE_DIR.parent / "cuda"):
+        if (candidate / "common.cuh").is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"gpu_text's CUDA sources are missing: looked in {_PACKAGE_DIR / '_cuda'} and "
+        f"{_PACKAGE_DIR.parent / 'cuda'}; reinstall the package"
+    )
+
+
+def kernel_source_path(family: str) -> Path:
+    """Path of one kernel family's source, e.g. ``kernel_source_path("utf8")``.
+
+    >>> kernel_source_path("utf8").name
+    'utf8.cu'
+    """
+    path = kernel_source_dir() / f"{family}.cu"
+    if not path.is_file():
+        raise FileNotFoundError(f"no CUDA kernel family {family!r} ({path} does not exist)")
+    return path
+
+
+def kernel_families() -> list[str]:
+    """Names of all kernel families (one ``.cu`` file each), sorted.
+
+    >>> "utf8" in kernel_families()
+    True
+    """
+    return sorted(p.stem for p in kernel_source_dir().glob("*.cu"))

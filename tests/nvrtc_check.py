@@ -1,0 +1,65 @@
+"""Compile every kernel family with NVRTC, as CuPy's RawModule would, with warnings as errors.
+
+Needs no GPU: NVRTC comes from ``cuda-bindings`` + ``cuda-toolkit[nvrtc]``. The options are
+``gpu_text.cuda_runtime.nvrtc_options()`` (what the runtime loader passes) plus ``-arch`` and
+``-Werror=all-warnings``. Run directly for a report: ``python -m tests.nvrtc_check``.
+"""
+from __future__ import annotations
+
+import sys
+
+from gpu_text.cuda_runtime import TARGET_ARCHITECTURES, kernel_source_text, nvrtc_options
+from gpu_text.kernel_sources import kernel_families
+
+
+class NvrtcFailure(RuntimeError):
+    """A kernel did not compile; the message is NVRTC's log."""
+
+
+def compile_family(family: str, arch: str) -> int:
+    """Compile ``cuda/<family>.cu`` for ``arch`` and return the cubin size in bytes."""
+    from cuda.bindings import nvrtc
+
+    source = kernel_source_text(family).encode()
+    err, program = nvrtc.nvrtcCreateProgram(source, f"{family}.cu".encode(), 0, [], [])
+    _check(err, "nvrtcCreateProgram")
+    try:
+        options = [o.encode() for o in (*nvrtc_options(), f"-arch={arch}", "-Werror=all-warnings")]
+        (err,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        _, size = nvrtc.nvrtcGetProgramLogSize(program)
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(program, log)
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise NvrtcFailure(f"{family}.cu [{arch}] failed:\n{log.decode(errors='replace').strip(chr(0) + ' ')}")
+        _, cubin_size = nvrtc.nvrtcGetCUBINSize(program)
+        return int(cubin_size)
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+
+
+def _check(err: object, what: str) -> None:
+    from cuda.bindings import nvrtc
+
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise NvrtcFailure(f"{what} failed: {err}")
+
+
+def main() -> int:
+    from cuda.bindings import nvrtc
+
+    _, major, minor = nvrtc.nvrtcVersion()
+    failures = 0
+    for family in kernel_families():
+        for arch in TARGET_ARCHITECTURES:
+            try:
+                size = compile_family(family, arch)
+                print(f"ok   {family}.cu [{arch}] {size} B")
+            except NvrtcFailure as exc:
+                failures += 1
+                print(f"FAIL {exc}")
+    print(f"NVRTC {major}.{minor}: {failures} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
