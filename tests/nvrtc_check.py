@@ -27,7 +27,9 @@ def compile_family(family: str, arch: str) -> int:
         options = [o.encode() for o in (*nvrtc_options(), f"-arch={arch}", "-Werror=all-warnings")]
         (err,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
         _, size = nvrtc.nvrtcGetProgramLogSize(program)
-        log = b" " * size
+        # A fresh mutable buffer: NVRTC writes into it, and `b" " * 1` would be CPython's shared
+        # one-byte object (overwriting it corrupts every b" " in the process).
+        log = bytearray(size)
         nvrtc.nvrtcGetProgramLog(program, log)
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise NvrtcFailure(f"{family}.cu [{arch}] failed:\n{log.decode(errors='replace').strip(chr(0) + ' ')}")

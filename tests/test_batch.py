@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 import pytest
 
 from gpu_text import TextBatch, utf8
 from gpu_text.ragged import RaggedArray
+from tests.conftest import require
+
+pa = require("pyarrow")
 
 
 def test_from_strings_round_trip():

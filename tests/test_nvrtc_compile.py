@@ -9,7 +9,10 @@ import pytest
 
 from gpu_text.cuda_runtime import TARGET_ARCHITECTURES
 from gpu_text.kernel_sources import kernel_families
-from tests.nvrtc_check import NvrtcFailure, compile_family
+from tests.conftest import require
+
+require("cuda.bindings")
+from tests.nvrtc_check import NvrtcFailure, compile_family  # noqa: E402
 
 
 @pytest.mark.parametrize("arch", TARGET_ARCHITECTURES)

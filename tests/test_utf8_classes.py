@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
-
 from gpu_text import utf8
 from gpu_text.ragged import RaggedArray
 from gpu_text.utf8 import CharClass
+from tests.conftest import require
 from tests.reference import utf8 as reference
 
 ALL_CODEPOINTS = np.arange(0x110000, dtype=np.uint32)
@@ -43,7 +42,7 @@ def test_every_codepoint_matches_reference(backend):
 
 def test_alpha_is_exactly_the_seed_word_class():
     """A codepoint c is ALPHA exactly when PieceTokenizer keeps "a" + c + "a" as one word."""
-    piece_tokenizer = pytest.importorskip("piece_tokenizer", reason="piece-tokenizer (the seed oracle) not installed")
+    piece_tokenizer = require("piece_tokenizer")
     pre = piece_tokenizer.PreTokenizer()
     classes = classes_of_every_codepoint("cpu")
     seed_word = np.zeros(0x110000, bool)

@@ -1,0 +1,27 @@
+# Two entry points, each installing what it needs into .venv (Python >= 3.10 and a C++ compiler).
+#   make demo   decode + classify the bundled public-domain sample, GPU/CPU/CPython table
+#   make test   the whole test suite (NVRTC compile check, CUDA kernels under CPU emulation,
+#               differential tests against Numba and the Python references)
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+# Numba's and the CUDA emulator's build caches stay inside the checkout and are reused by later runs.
+export NUMBA_CACHE_DIR := $(CURDIR)/.cache/numba
+export GPU_TEXT_EMU_CACHE := $(CURDIR)/.cache/cuda_emu
+
+.PHONY: demo test bench
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/python -m gpu_text.demo
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest -n 2 --durations=10
+
+bench: $(STAMP)
+	$(VENV)/bin/python -m benchmarks

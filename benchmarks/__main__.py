@@ -1,0 +1,32 @@
+"""``python -m benchmarks [NAME ...] [--repeat N] [--quick] [--out DIR]``: run and report benchmarks."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+from benchmarks.harness import Config, report
+
+BENCHMARKS = ["utf8_decode"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("names", nargs="*", default=BENCHMARKS, help=f"benchmarks to run (default: all of {BENCHMARKS})")
+    parser.add_argument("--repeat", type=int, default=5, help="timed repetitions; the median is reported")
+    parser.add_argument("--quick", action="store_true", help="small inputs (a smoke run)")
+    parser.add_argument("--out", type=Path, default=Path("bench-results"), help="folder for the .md and .json reports")
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark(s) {unknown}; choose from {BENCHMARKS}")
+    config = Config(repeat=args.repeat, quick=args.quick, out_dir=args.out)
+    for name in args.names:
+        rows = importlib.import_module(f"benchmarks.{name}").run(config)
+        print(report(rows, config.out_dir, name))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

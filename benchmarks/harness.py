@@ -1,0 +1,111 @@
+"""Timing, hardware description and the markdown/JSON report shared by every benchmark."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Config:
+    repeat: int = 5
+    quick: bool = False  # smaller inputs, for smoke runs
+    out_dir: Path = Path("bench-results")
+
+
+@dataclass
+class Measurement:
+    benchmark: str
+    dataset: str
+    implementation: str  # e.g. "gpu_text[cpu]", "CPython bytes.decode"
+    threads: int | str
+    seconds: list[float]
+    input_bytes: int
+    peer: str | None = None  # implementation this row is compared to
+    notes: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def bytes_per_second(self) -> float:
+        return self.input_bytes / self.median if self.median > 0 else float("inf")
+
+
+def measure(fn: Callable[[], Any], repeat: int, sync: Callable[[], None] | None = None, warmup: int = 1) -> list[float]:
+    """Wall-clock seconds of ``repeat`` calls after ``warmup`` untimed ones (``sync`` waits for a GPU)."""
+    for _ in range(warmup):
+        fn()
+        if sync:
+            sync()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        if sync:
+            sync()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def hardware() -> dict[str, Any]:
+    """CPU model and cores, memory, and the GPU if one is usable."""
+    info: dict[str, Any] = {"machine": platform.machine(), "cores": os.cpu_count(), "python": platform.python_version()}
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal"):
+                info["memory_gib"] = round(int(line.split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    from gpu_text.backend import cuda_unavailable_reason
+
+    if cuda_unavailable_reason() is None:
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        info["gpu"] = props["name"].decode()
+    else:
+        info["gpu"] = None
+    return info
+
+
+def _ratio(m: Measurement, rows: list[Measurement]) -> float | None:
+    if not m.peer:
+        return None
+    peers = [r for r in rows if r.implementation == m.peer and r.dataset == m.dataset and r.benchmark == m.benchmark]
+    return peers[0].median / m.median if peers and m.median > 0 else None
+
+
+def report(rows: list[Measurement], out_dir: Path, name: str) -> str:
+    """Write ``<name>.md`` and ``<name>.json`` under ``out_dir``; return the markdown."""
+    hw = hardware()
+    lines = [f"## {name}", "",
+             f"Hardware: {hw.get('cpu', '?')} ({hw['cores']} cores, {hw.get('memory_gib', '?')} GiB)"
+             + (f", GPU {hw['gpu']}" if hw.get("gpu") else ", no GPU"), "",
+             "| dataset | implementation | threads | median s | MB/s | speed vs peer | notes |",
+             "|---|---|---|---|---|---|---|"]
+    for m in rows:
+        ratio = _ratio(m, rows)
+        ratio_text = f"{ratio:.2f}x {m.peer}" if ratio is not None else ""
+        lines.append(f"| {m.dataset} | {m.implementation} | {m.threads} | {m.median:.4f} | "
+                     f"{m.bytes_per_second / 1e6:,.1f} | {ratio_text} | {m.notes} |")
+    markdown = "\n".join(lines) + "\n"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"{name}.md").write_text(markdown)
+    payload = {"benchmark": name, "hardware": hw, "rows": [
+        {**asdict(m), "median_s": m.median, "bytes_per_s": m.bytes_per_second, "ratio_to_peer": _ratio(m, rows)}
+        for m in rows]}
+    (out_dir / f"{name}.json").write_text(json.dumps(payload, indent=2))
+    return markdown
