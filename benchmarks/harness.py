@@ -5,11 +5,11 @@ import json
 import os
 import platform
 import statistics
-import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from gpu_text.timing import measure  # noqa: F401  (re-exported for the benchmark modules)
 
 
 @dataclass
@@ -38,22 +38,6 @@ class Measurement:
     @property
     def bytes_per_second(self) -> float:
         return self.input_bytes / self.median if self.median > 0 else float("inf")
-
-
-def measure(fn: Callable[[], Any], repeat: int, sync: Callable[[], None] | None = None, warmup: int = 1) -> list[float]:
-    """Wall-clock seconds of ``repeat`` calls after ``warmup`` untimed ones (``sync`` waits for a GPU)."""
-    for _ in range(warmup):
-        fn()
-        if sync:
-            sync()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        if sync:
-            sync()
-        times.append(time.perf_counter() - start)
-    return times
 
 
 def hardware() -> dict[str, Any]:

@@ -3,7 +3,6 @@ best backend, and compare CPU, GPU (when present) and CPython. ``python -m gpu_t
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import numpy as np
 
 from gpu_text import TextBatch, utf8
 from gpu_text.backend import cuda_unavailable_reason, get_backend
+from gpu_text.timing import measure
 from gpu_text.utf8 import CharClass
 
 SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
@@ -18,15 +18,7 @@ REPEAT_SAMPLE = 16
 
 
 def _median_seconds(fn: Callable[[], object], repeat: int = 5, sync: Callable[[], None] | None = None) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        if sync:
-            sync()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(measure(fn, repeat, sync))
 
 
 def _python_classify(lines: list[bytes]) -> list[int]:
