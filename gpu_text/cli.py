@@ -14,8 +14,9 @@ from typing import Any
 def environment_info() -> dict[str, Any]:
     """Version, chosen backend, device, and whether CuPy, NVRTC and Numba threading are usable.
 
-    >>> sorted(environment_info())[:3]
-    ['backend', 'cupy', 'device']
+    >>> info = environment_info()
+    >>> info["backend"] in ("cpu", "cuda"), "numba_threading_layer" in info
+    (True, True)
     """
     import numba
 

@@ -43,7 +43,7 @@ def _python_classify(lines: list[bytes]) -> list[int]:
 def run_demo() -> str:
     """Decode + classify the samples on every backend; return the printed table.
 
-    >>> "zh-hongloumeng" in run_demo()  # doctest: +SKIP  (takes a few seconds)
+    >>> "zh-hongloumeng" in run_demo()  # doctest: +SKIP
     True
     """
     backends = ["cpu"] + (["cuda"] if cuda_unavailable_reason() is None else [])

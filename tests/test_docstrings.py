@@ -1,0 +1,19 @@
+"""Every docstring example in the package runs and prints what it shows."""
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import gpu_text
+
+MODULES = sorted(m.name for m in pkgutil.walk_packages(gpu_text.__path__, "gpu_text."))
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
+    assert result.failed == 0, f"{result.failed} docstring example(s) failed in {name}"
