@@ -8,7 +8,7 @@ from pathlib import Path
 
 from benchmarks.harness import Config, report
 
-BENCHMARKS = ["utf8_decode"]
+BENCHMARKS = ["utf8_decode", "segment"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,6 +59,19 @@ def sequence_at(data, i, end):
     return n, np.uint32((lead << (6 * (n - 1))) | value)
 
 
+@njit(inline="always", **_JIT)
+def starts_char(data, i, begin, end):
+    """Does byte i of the string [begin, end) start a character? (utf8_starts_char in utf8.cuh)"""
+    if (data[i] & 0xC0) != 0x80:
+        return True
+    stop = max(i - 3, begin)
+    for p in range(i - 1, stop - 1, -1):
+        if (data[p] & 0xC0) != 0x80:
+            n, _ = sequence_at(data, p, end)
+            return p + n <= i
+    return True
+
+
 @njit(parallel=True, **_JIT)
 def utf8_string_stats(data, offsets):
     """Per string: number of characters and of malformed sequences."""

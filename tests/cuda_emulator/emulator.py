@@ -418,7 +418,8 @@ class EmulatedKernel:
                 raise ValueError(f"{where}: the array must be C-contiguous (use np.ascontiguousarray)")
             return ctypes.c_void_p(value.ctypes.data)
         wanted = _NUMPY_NAMES.get((code, size), f"a {size}-byte numpy scalar")
-        if isinstance(value, (bool, int, float, complex)):
+        # np.float64 subclasses Python's float, so test for numpy scalars first
+        if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
             raise TypeError(f"{where} got a Python {type(value).__name__}; pass a numpy scalar of the parameter's "
                             f"type such as {wanted}(...) (the emulator, unlike CuPy, does not guess C types)")
         if not isinstance(value, np.generic):

@@ -1,0 +1,50 @@
+"""Dictionary segmentation throughput: gpu_text (Numba, CUDA) vs jieba (HMM=False), same
+dictionary (jieba's dict.txt), same text, same run. gpu_text runs compat="jieba", so both produce
+the same words on Han text (tests/test_jieba_parity.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numba
+
+from benchmarks.corpora import load_lines
+from benchmarks.harness import Config, Measurement, measure
+from gpu_text import TextBatch
+from gpu_text.backend import cuda_unavailable_reason, get_backend
+from gpu_text.segment import Segmenter, load_dictionary
+
+PEER = "jieba.cut(HMM=False)"
+
+
+def run(config: Config) -> list[Measurement]:
+    import jieba
+
+    dict_path = Path(jieba.__file__).parent / "dict.txt"
+    lines, source = load_lines("zh", 2_000_000 if config.quick else 16_000_000)
+    text = [line.decode("utf-8", "replace") for line in lines]
+    batch = TextBatch.from_strings(lines)
+    name = f"zh ({source}, {batch.nbytes / 1e6:.1f} MB, {len(batch)} lines)"
+    tokenizer = jieba.Tokenizer(str(dict_path))
+    tokenizer.initialize()
+    rows = [Measurement("segment", name, PEER, 1, measure(lambda: [list(tokenizer.cut(t, HMM=False)) for t in text],
+                                                           max(1, config.repeat // 2), warmup=0),
+                        batch.nbytes, notes="jieba 0.42, one process")]
+    segmenter = Segmenter(load_dictionary(dict_path), compat="jieba")
+    cpu = get_backend("cpu")
+    all_threads = numba.config.NUMBA_NUM_THREADS
+    for threads in sorted({1, all_threads}):
+        numba.set_num_threads(threads)
+        rows.append(Measurement("segment", name, "gpu_text[cpu] Segmenter(compat='jieba')", threads,
+                                measure(lambda: segmenter.segment(batch, cpu), config.repeat), batch.nbytes, peer=PEER,
+                                notes="spans; same words as jieba on Han text"))
+    numba.set_num_threads(all_threads)
+    if cuda_unavailable_reason() is None:
+        import cupy
+
+        gpu = get_backend("cuda")
+        on_device = batch.to_device(cupy)
+        rows.append(Measurement("segment", name, "gpu_text[cuda] Segmenter(compat='jieba')", "GPU",
+                                measure(lambda: segmenter.segment(on_device, gpu), config.repeat,
+                                        cupy.cuda.get_current_stream().synchronize), batch.nbytes, peer=PEER,
+                                notes="input and spans on the GPU"))
+    return rows

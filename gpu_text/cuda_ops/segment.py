@@ -1,0 +1,101 @@
+"""Launch wrappers of ``cuda/segment.cu``; the Numba twins are in ``cpu_fallback/segment.py``."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpu_text.backend import KernelRuntime
+from gpu_text.cuda_ops import BLOCK, blocks_for, i64, launch
+from gpu_text.cuda_ops.utf8 import char_classify, utf8_decode
+from gpu_text.utf8 import CharClass
+
+
+def presplit(rt: KernelRuntime, data: Any, offsets: Any) -> tuple[Any, Any, Any, Any]:
+    """Tokens of every string: (starts, ends) byte positions in ``data``, is-Han flags, row offsets."""
+    xp = rt.xp
+    codepoints, positions, row_offsets = utf8_decode(rt, data, offsets)
+    classes = char_classify(rt, codepoints)
+    n = codepoints.size
+    row_lengths = row_offsets[1:] - row_offsets[:-1]
+    row_start = xp.zeros(n + 1, xp.uint8)
+    row_start[row_offsets[:-1][row_lengths > 0]] = 1
+    row_start[n] = 1
+    kinds = xp.empty(n, xp.uint8)
+    launch(rt.function("segment", "presplit_kinds"), blocks_for(n, BLOCK), (codepoints, classes, row_start, i64(n), kinds))
+    rows = xp.repeat(xp.arange(row_lengths.size, dtype=xp.int64), row_lengths)
+    char_starts = positions + offsets[:-1][rows]
+    # a character ends where the next one of its string starts, or at the string's end
+    char_ends = xp.empty(n, xp.int64)
+    char_ends[:-1] = char_starts[1:]
+    last_of_row = row_start[1:].astype(bool)
+    char_ends[last_of_row] = offsets[1:][rows[last_of_row]]
+    kept = kinds != 0
+    is_start = kinds == 1
+    next_continues = xp.zeros(n, bool)
+    next_continues[:-1] = (kinds[1:] == 2) & ~last_of_row[:-1]
+    is_end = kept & ~next_continues
+    starts = char_starts[is_start]
+    ends = char_ends[is_end]
+    is_han = (classes[is_start] == CharClass.HAN).astype(xp.uint8)
+    started = xp.zeros(n + 1, xp.int64)
+    xp.cumsum(is_start, out=started[1:])
+    return starts, ends, is_han, started[row_offsets]
+
+
+def _route(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any, edge_starts: Any, edge_ends: Any,
+           edge_values: Any, span_edge_offsets: Any, weights: Any, unknown_weight: float, tail_score: float,
+           jieba_mode: bool) -> tuple[Any, Any, Any, Any, Any]:
+    """Solve every span; returns (scratch_offsets, scores, next, values, word counts)."""
+    xp = rt.xp
+    n = span_starts.size
+    scratch_offsets = xp.zeros(n + 1, xp.int64)
+    xp.cumsum(span_ends - span_starts + 1, out=scratch_offsets[1:])
+    size = int(scratch_offsets[-1])
+    scores = xp.empty(size, xp.float64)
+    nxt = xp.empty(size, xp.int64)
+    values = xp.empty(size, xp.int32)
+    counts = xp.zeros(n, xp.int64)
+    launch(rt.function("segment", "viterbi_route"), blocks_for(n, BLOCK),
+           (data, span_starts, span_ends, i64(n), edge_starts, edge_ends, edge_values, span_edge_offsets, weights,
+            np.float64(unknown_weight), np.float64(tail_score), np.int32(bool(jieba_mode)), scratch_offsets, scores,
+            nxt, values, counts))
+    return scratch_offsets, scores, nxt, values, counts
+
+
+def viterbi_segment(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any, edge_starts: Any, edge_ends: Any,
+                    edge_values: Any, span_edge_offsets: Any, weights: Any, unknown_weight: float, tail_score: float,
+                    jieba_mode: bool) -> tuple[Any, Any, Any]:
+    """Best path of every span: (word_ends, word_values, span_word_offsets)."""
+    xp = rt.xp
+    n = span_starts.size
+    scratch_offsets, _, nxt, values, counts = _route(rt, data, span_starts, span_ends, edge_starts, edge_ends,
+                                                     edge_values, span_edge_offsets, weights, unknown_weight,
+                                                     tail_score, jieba_mode)
+    word_offsets = xp.zeros(n + 1, xp.int64)
+    xp.cumsum(counts, out=word_offsets[1:])
+    total = int(word_offsets[-1])
+    word_ends = xp.empty(total, xp.int64)
+    word_values = xp.empty(total, xp.int32)
+    launch(rt.function("segment", "viterbi_emit"), blocks_for(n, BLOCK),
+           (span_starts, span_ends, i64(n), scratch_offsets, nxt, values, word_offsets, word_ends, word_values))
+    return word_ends, word_values, word_offsets
+
+
+def viterbi_loss(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any, edge_starts: Any, edge_ends: Any,
+                 edge_values: Any, span_edge_offsets: Any, weights: Any, unknown_weight: float, tail_score: float,
+                 jieba_mode: bool, job_spans: Any, job_starts: Any, job_ends: Any) -> Any:
+    """DictCut's pruning loss of each job (a word occurrence on its span's best path)."""
+    xp = rt.xp
+    scratch_offsets, scores, _, _, _ = _route(rt, data, span_starts, span_ends, edge_starts, edge_ends, edge_values,
+                                              span_edge_offsets, weights, unknown_weight, tail_score, jieba_mode)
+    n_jobs = job_spans.size
+    job_scratch_offsets = xp.zeros(n_jobs + 1, xp.int64)
+    xp.cumsum(job_starts - span_starts[job_spans] + 1, out=job_scratch_offsets[1:])
+    job_scratch = xp.empty(int(job_scratch_offsets[-1]), xp.float64)
+    losses = xp.empty(n_jobs, xp.float64)
+    launch(rt.function("segment", "viterbi_loss"), blocks_for(n_jobs, BLOCK),
+           (data, span_starts, span_ends, edge_starts, edge_ends, edge_values, span_edge_offsets, weights,
+            np.float64(unknown_weight), np.int32(bool(jieba_mode)), scratch_offsets, scores, job_spans, job_starts,
+            job_ends, i64(n_jobs), job_scratch_offsets, job_scratch, losses))
+    return losses

@@ -1,0 +1,205 @@
+"""DictCut: dictionary word segmentation by the most probable path through a word lattice.
+
+Pipeline, each stage batched over the whole input on the chosen backend:
+  pre-split (Han, letter and digit runs; punctuation alone; spaces dropped)
+  → prefix search of every Han run in a double-array trie (lattice edges)
+  → Viterbi over byte positions (one-character fallback edges keep a path to the end)
+  → word spans, in input order.
+
+``compat=None`` follows DictCut: weight ``log(freq / total)`` (unknown and frequency-0 words
+``log(1 / total)``), a fallback edge at every character, the shortest word winning a tie.
+``compat="jieba"`` reproduces ``jieba.cut(..., HMM=False)`` on Han text: weight
+``log(freq) - log(total)``, frequency-0 words are no edges, a fallback edge only where no word
+starts, the longest word winning a tie. Weights are computed once on the host, so every backend
+adds the same float64 numbers in the same order and returns the same words.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpu_text.backend import Backend, get_backend
+from gpu_text.batch import TextBatch, as_text_batch
+from gpu_text.ragged import RaggedArray
+from gpu_text.segment.dictionary import Dictionary, load_dictionary
+from gpu_text.trie import DoubleArrayTrie
+
+COMPAT_MODES = (None, "dictcut", "jieba")
+
+
+@dataclass(frozen=True)
+class Lattice:
+    """A pre-split batch and the trie edges of its Han runs (arrays on the backend's device)."""
+
+    data: Any
+    token_starts: Any
+    token_ends: Any
+    is_han: Any
+    token_rows: Any
+    han: Any  # indices of the Han tokens: the spans
+    span_starts: Any
+    span_ends: Any
+    edge_starts: Any
+    edge_ends: Any
+    edge_values: Any
+    edge_offsets: Any
+    weights: Any
+
+    def viterbi_args(self, segmenter: "Segmenter") -> tuple:
+        """The arguments of the ``viterbi_segment`` kernel twin (``viterbi_loss`` adds the jobs)."""
+        return (self.data, self.span_starts, self.span_ends, self.edge_starts, self.edge_ends, self.edge_values,
+                self.edge_offsets, self.weights, segmenter.unknown_weight_, segmenter.tail_score_,
+                segmenter.jieba_mode)
+
+
+@dataclass(frozen=True)
+class Segmentation:
+    """Word spans of every input string: byte offsets ``[start, end)`` within that string.
+
+    ``word_ids`` holds each word's dictionary index (-1 for words that are not dictionary entries:
+    fallback characters and non-Han tokens).
+    """
+
+    texts: TextBatch
+    starts: RaggedArray
+    ends: RaggedArray
+    word_ids: RaggedArray
+
+    def words(self) -> list[list[str]]:
+        """The words as strings (malformed bytes shown as U+FFFD).
+
+        >>> Segmenter().segment(["你好ab"], backend="cpu").words()
+        [['你', '好', 'ab']]
+        """
+        host = self.texts.to_numpy()
+        raw = host.data.tobytes()
+        starts, ends = self.starts.to_numpy(), self.ends.to_numpy()
+        out = []
+        for row in range(len(host)):
+            base = int(host.offsets[row])
+            a, b = int(starts.offsets[row]), int(starts.offsets[row + 1])
+            out.append([raw[base + s:base + e].decode("utf-8", "replace")
+                        for s, e in zip(starts.values[a:b].tolist(), ends.values[a:b].tolist())])
+        return out
+
+
+class Segmenter:
+    """Dictionary word segmenter (DictCut); ``compat="jieba"`` matches jieba's ``HMM=False`` cut.
+
+    >>> seg = Segmenter(Dictionary(["他", "是", "英国", "英国人", "人"], np.array([50, 40, 80, 100, 30]), 300))
+    >>> seg.cut("他是英国人Tom")
+    ['他', '是', '英国人', 'Tom']
+    """
+
+    def __init__(self, dictionary: Dictionary | str | Path | None = None, compat: str | None = None) -> None:
+        if compat not in COMPAT_MODES:
+            raise ValueError(f"compat must be one of {COMPAT_MODES}, got {compat!r}")
+        self.dictionary = dictionary
+        self.compat = compat
+        self.dictionary_ = load_dictionary(dictionary) if isinstance(dictionary, (str, Path)) else dictionary
+        self.trie_: DoubleArrayTrie | None = None
+        self.weights_, self.unknown_weight_, self.tail_score_ = self._weights()
+        if self.dictionary_ is not None and len(self.dictionary_):
+            self.trie_ = DoubleArrayTrie.build([w.encode() for w in self.dictionary_.words])
+
+    @property
+    def jieba_mode(self) -> bool:
+        return self.compat == "jieba"
+
+    def _weights(self) -> tuple[np.ndarray, float, float]:
+        d = self.dictionary_
+        if d is None or len(d) == 0:
+            return np.zeros(1, np.float64), 0.0, 1.0
+        total = float(max(d.total, 1))
+        freqs = d.freqs.tolist()
+        if self.jieba_mode:
+            log_total = math.log(total)
+            weights = [math.log(f) - log_total if f > 0 else -math.inf for f in freqs]
+            return np.array(weights, np.float64), math.log(1) - log_total, 0.0
+        unknown = math.log(1.0 / total)
+        weights = [math.log(f / total) if f > 0 else unknown for f in freqs]
+        return np.array(weights, np.float64), unknown, 1.0  # DictCut starts its route at 1.0
+
+    def segment(self, texts: Any, backend: str | Backend | None = None) -> Segmentation:
+        """Segment a batch (``TextBatch``, pyarrow strings, or a list of str/bytes).
+
+        >>> Segmenter().segment(["你好，世界", ""], backend="cpu").ends.to_pylist()
+        [[3, 6, 9, 12, 15], []]
+        """
+        be = get_backend(backend)
+        batch = as_text_batch(texts).to_device(be.xp)
+        lattice = self.lattice(batch, be)
+        word_ends, word_values, word_offsets = be.op("segment", "viterbi_segment")(*lattice.viterbi_args(self))
+        return self._assemble(batch, be.xp, lattice, word_ends, word_values, word_offsets)
+
+    def lattice(self, batch: TextBatch, be: Backend) -> "Lattice":
+        """Pre-split ``batch`` (already on ``be``'s device) and search its Han runs in the trie."""
+        xp = be.xp
+        starts, ends, is_han, token_rows = be.op("segment", "presplit")(batch.data, batch.offsets)
+        han = xp.flatnonzero(is_han)
+        span_starts, span_ends = xp.ascontiguousarray(starts[han]), xp.ascontiguousarray(ends[han])
+        if self.trie_ is not None:
+            edges = self.trie_.prefix_search_spans(batch.data, span_starts, span_ends, backend=be)
+        else:
+            empty = xp.zeros(0, xp.int64)
+            edges = (empty, empty, xp.zeros(0, xp.int32), xp.zeros(han.size + 1, xp.int64))
+        return Lattice(batch.data, starts, ends, is_han, token_rows, han, span_starts, span_ends, *edges,
+                       xp.asarray(self.weights_))
+
+    @staticmethod
+    def _assemble(batch: TextBatch, xp: Any, lattice: "Lattice", word_ends: Any, word_values: Any,
+                  word_offsets: Any) -> Segmentation:
+        """Merge the non-Han tokens and the Han runs' words into one ragged list per string."""
+        starts, ends, is_han, han = lattice.token_starts, lattice.token_ends, lattice.is_han, lattice.han
+        token_rows, span_starts = lattice.token_rows, lattice.span_starts
+        per_token = xp.ones(starts.size, xp.int64)
+        per_span = word_offsets[1:] - word_offsets[:-1]
+        per_token[han] = per_span
+        token_word_offsets = xp.zeros(starts.size + 1, xp.int64)
+        xp.cumsum(per_token, out=token_word_offsets[1:])
+        total = int(token_word_offsets[-1]) if starts.size else 0
+        out_starts = xp.empty(total, xp.int64)
+        out_ends = xp.empty(total, xp.int64)
+        out_ids = xp.full(total, -1, xp.int32)
+        other = xp.flatnonzero(is_han == 0)
+        out_starts[token_word_offsets[other]] = starts[other]
+        out_ends[token_word_offsets[other]] = ends[other]
+        span_of_word = xp.repeat(xp.arange(han.size, dtype=xp.int64), per_span)
+        word_starts = xp.empty(word_ends.size, xp.int64)
+        word_starts[1:] = word_ends[:-1]
+        nonempty = xp.flatnonzero(per_span > 0)
+        word_starts[word_offsets[nonempty]] = span_starts[nonempty]
+        where = token_word_offsets[han][span_of_word] + xp.arange(word_ends.size, dtype=xp.int64) - word_offsets[span_of_word]
+        out_starts[where] = word_starts
+        out_ends[where] = word_ends
+        out_ids[where] = word_values
+        rows = token_word_offsets[token_rows]
+        row_of_word = xp.repeat(xp.arange(len(batch), dtype=xp.int64), rows[1:] - rows[:-1])
+        base = batch.offsets[:-1][row_of_word]
+        return Segmentation(batch, RaggedArray(out_starts - base, rows, check=False),
+                            RaggedArray(out_ends - base, rows, check=False), RaggedArray(out_ids, rows, check=False))
+
+    def cut(self, text: str, backend: str | Backend | None = "cpu") -> list[str]:
+        """Segment one string (a convenience; batch with :meth:`segment`).
+
+        >>> Segmenter().cut("你好")
+        ['你', '好']
+        """
+        return self.segment([text], backend).words()[0]
+
+
+def segment_words(texts: Any, dictionary: Dictionary | str | Path | None = None, compat: str | None = None,
+                  backend: str | Backend | None = None) -> list[list[str]]:
+    """One-call segmentation to lists of words.
+
+    >>> segment_words(["你好世界"])
+    [['你', '好', '世', '界']]
+    """
+    return Segmenter(dictionary, compat).segment(texts, backend).words()
+
+
+__all__ = ["Segmentation", "Segmenter", "segment_words"]

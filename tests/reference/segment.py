@@ -1,0 +1,102 @@
+"""Reference twins of ``cuda/segment.cu``: DictCut's pre-split and lattice, plain Python."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tests.reference.utf8 import char_class, decode_string
+
+SPACE, DIGIT, ALPHA, HAN, OTHER = 1, 2, 3, 4, 0
+
+
+def tokens_of(raw: bytes) -> list[tuple[int, int, bool]]:
+    """(start, end, is_han) of every token of one string, byte offsets within it."""
+    chars = [(cp, at, char_class(cp)) for cp, at in decode_string(raw)]
+    ends = [at for _, at, _ in chars[1:]] + [len(raw)]
+    tokens: list[list] = []
+    for k, (cp, at, cls) in enumerate(chars):
+        if cls == SPACE:
+            continue
+        prev = chars[k - 1][2] if k > 0 else None
+        nxt = chars[k + 1][2] if k + 1 < len(chars) else None
+        apostrophe_inside = cp == 0x27 and prev == ALPHA and nxt == ALPHA
+        after_apostrophe = cls == ALPHA and k >= 2 and chars[k - 1][0] == 0x27 and chars[k - 2][2] == ALPHA
+        joins = k > 0 and (apostrophe_inside or after_apostrophe or (cls != OTHER and prev == cls))
+        if joins:
+            tokens[-1][1] = ends[k]
+        else:
+            tokens.append([at, ends[k], cls == HAN])
+    return [tuple(t) for t in tokens]
+
+
+def presplit(data: np.ndarray, offsets: np.ndarray):
+    raw = bytes(data)
+    starts, ends, han, rows = [], [], [], [0]
+    for s in range(len(offsets) - 1):
+        base = int(offsets[s])
+        for a, b, is_han in tokens_of(raw[base:int(offsets[s + 1])]):
+            starts.append(base + a)
+            ends.append(base + b)
+            han.append(int(is_han))
+        rows.append(len(starts))
+    return (np.array(starts, np.int64), np.array(ends, np.int64), np.array(han, np.uint8), np.array(rows, np.int64))
+
+
+def solve(raw: bytes, begin: int, end: int, edges: list[tuple[int, int, int]], weights, unknown: float,
+          tail: float, jieba: bool, removed: tuple[int, int] | None = None) -> tuple[list[tuple[int, int]], float]:
+    """(end, value) of each word on the best path of raw[begin:end], and the path's score;
+    `removed` = (start, end) is an edge left out of the lattice."""
+    starts = [begin + at for _, at in decode_string(raw[begin:end])]
+    char_end = dict(zip(starts, starts[1:] + [end]))
+    route = {end: (tail, None, None)}
+    for p in reversed(starts):
+        dict_edges = [(q, v) for a, q, v in edges if a == p and weights[v] != -math.inf and (p, q) != removed]
+        candidates = sorted(dict_edges)
+        fallback = (not dict_edges) if jieba else all(q != char_end[p] for q, _ in dict_edges)
+        if fallback and (p, char_end[p]) != removed:
+            candidates.insert(0, (char_end[p], -1))
+        best = None
+        for q, v in candidates:
+            w = unknown if v == -1 else weights[v]
+            score = w + route[q][0] if q in route else -math.inf
+            if best is None or (score >= best[0] if jieba else score > best[0]):
+                best = (score, q, v)
+        route[p] = best if best is not None else (-math.inf, None, None)
+    if route[begin][0] == -math.inf:
+        return [], -math.inf  # no path (only when `removed` cuts the last way on)
+    words, p = [], begin
+    while p < end:
+        _, q, v = route[p]
+        words.append((q, v))
+        p = q
+    return words, route[begin][0]
+
+
+def viterbi_segment(data, span_starts, span_ends, edge_starts, edge_ends, edge_values, span_edge_offsets, weights,
+                    unknown_weight, tail_score, jieba_mode):
+    raw = bytes(data)
+    word_ends, word_values, offsets = [], [], [0]
+    for s in range(len(span_starts)):
+        lo, hi = int(span_edge_offsets[s]), int(span_edge_offsets[s + 1])
+        edges = list(zip(edge_starts[lo:hi].tolist(), edge_ends[lo:hi].tolist(), edge_values[lo:hi].tolist()))
+        words, _ = solve(raw, int(span_starts[s]), int(span_ends[s]), edges, weights.tolist(), float(unknown_weight),
+                         float(tail_score), bool(jieba_mode))
+        for q, v in words:
+            word_ends.append(q)
+            word_values.append(v)
+        offsets.append(len(word_ends))
+    return np.array(word_ends, np.int64), np.array(word_values, np.int32), np.array(offsets, np.int64)
+
+
+def viterbi_loss(data, span_starts, span_ends, edge_starts, edge_ends, edge_values, span_edge_offsets, weights,
+                 unknown_weight, tail_score, jieba_mode, job_spans, job_starts, job_ends):
+    raw = bytes(data)
+    losses = []
+    for s, a, b in zip(job_spans.tolist(), job_starts.tolist(), job_ends.tolist()):
+        lo, hi = int(span_edge_offsets[s]), int(span_edge_offsets[s + 1])
+        edges = list(zip(edge_starts[lo:hi].tolist(), edge_ends[lo:hi].tolist(), edge_values[lo:hi].tolist()))
+        args = (raw, int(span_starts[s]), int(span_ends[s]), edges, weights.tolist(), float(unknown_weight),
+                float(tail_score), bool(jieba_mode))
+        losses.append(solve(*args)[1] - solve(*args, removed=(a, b))[1])
+    return np.array(losses, np.float64)

@@ -1,0 +1,86 @@
+"""DictCut segmentation: seed vectors, dictionary parsing, jieba compatibility, batching."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from gpu_text.segment import Dictionary, DictionaryError, Segmenter, load_dictionary, parse_dictionary
+
+
+def dictionary(pairs: dict[str, int]) -> Dictionary:
+    return Dictionary(list(pairs), np.array(list(pairs.values()), np.int64), sum(pairs.values()))
+
+
+def cut(seg: Segmenter, text: str, backend) -> list[str]:
+    return seg.segment([text], backend).words()[0]
+
+
+def test_seed_vectors(backend):
+    assert cut(Segmenter(), "你好世界", backend) == ["你", "好", "世", "界"]
+    seg = Segmenter(dictionary({"他": 50, "是": 40, "英国": 80, "英国人": 100, "人": 30}))
+    assert cut(seg, "他是英国人Tom", backend) == ["他", "是", "英国人", "Tom"]
+    seg = Segmenter(dictionary({"你好": 50, "世界": 50}))
+    assert cut(seg, "你好，世界！", backend) == ["你好", "，", "世界", "！"]
+    seg = Segmenter(dictionary({"我们": 8, "在": 6, "学习": 7, "人工智能": 10, "人工": 3, "智能": 3,
+                                "我": 1, "们": 1, "学": 1, "习": 1, "人": 1, "工": 1, "智": 1, "能": 1}))
+    assert cut(seg, "我们在学习人工智能", backend) == ["我们", "在", "学习", "人工智能"]
+    assert cut(seg, "未知𠀀", backend) == ["未", "知", "𠀀"]
+    assert seg.segment([""], backend).words() == [[]]
+
+
+def test_book_nanjing_weights(backend):
+    """The book's weights: 南京|市|长江|大桥 (-10.92) beats 南京|市长|江大桥 (-12.78)."""
+    weights = {"南京": -2.59, "市": -2.30, "长江": -2.81, "大桥": -3.22, "市长": -4.20, "江大桥": -5.99}
+    total = 10**9
+    seg = Segmenter(Dictionary(list(weights), np.array([round(math.exp(w) * total) for w in weights.values()]), total))
+    assert cut(seg, "南京市长江大桥", backend) == ["南京", "市", "长江", "大桥"]
+
+
+def test_no_cap_on_prefix_matches(backend):
+    word = "".join(chr(0x4E00 + k) for k in range(21))
+    pairs = {word[:k]: 1 for k in range(1, 21)}
+    pairs[word] = 10**6
+    assert cut(Segmenter(dictionary(pairs)), word + "。", backend) == [word, "。"]
+
+
+def test_presplit_of_mixed_text(backend):
+    seg = Segmenter(dictionary({"编号": 10}))
+    assert cut(seg, "他是英国人Tom，编号123", backend) == ["他", "是", "英", "国", "人", "Tom", "，", "编号", "123"]
+    assert cut(seg, "  don't   stop 'til  ", backend) == ["don't", "stop", "'", "til"]
+
+
+def test_ties_dictcut_shortest_jieba_longest(backend):
+    # every log(f / total) is 0, so 一二 and 一 + 二 score the same: a tie
+    d = Dictionary(["一", "二", "一二"], np.array([1, 1, 1]), 1)  # every log(f/total) == 0
+    assert cut(Segmenter(d), "一二", backend) == ["一", "二"]
+    assert cut(Segmenter(d, compat="jieba"), "一二", backend) == ["一二"]
+
+
+def test_jieba_mode_frequency_zero_words_are_no_edges(backend):
+    d = Dictionary(["一二", "一", "二"], np.array([0, 5, 5]), 10)
+    assert cut(Segmenter(d, compat="jieba"), "一二", backend) == ["一", "二"]
+
+
+def test_batches_give_the_same_words_as_one_by_one(backend):
+    seg = Segmenter(dictionary({"中国": 30, "人民": 20, "中国人": 10, "民": 2, "人": 5}))
+    texts = ["中国人民", "", "  ", "人民中国abc中国人", "x", "中国 人民\t中国人民共和国"] * 7
+    together = seg.segment(texts, backend).words()
+    assert together == [cut(seg, t, backend) for t in texts]
+
+
+def test_dictionary_formats_and_errors(tmp_path):
+    path = tmp_path / "d.txt"
+    path.write_text("南京\t751\n市 1003 n\n\n长江 602\n", encoding="utf-8")
+    d = load_dictionary(path)
+    assert d.words == ["南京", "市", "长江"] and d.freqs.tolist() == [751, 1003, 602] and d.total == 2356
+    path.write_text("好\t1\n坏\tx\n", encoding="utf-8")
+    with pytest.raises(DictionaryError, match=r"d.txt:2: frequency 'x' is not an integer"):
+        load_dictionary(path)
+    assert load_dictionary(path, on_error="skip").skipped == [f"{path}:2: frequency 'x' is not an integer"]
+    path.write_bytes(b"\xff\xfe\t3\n")
+    with pytest.raises(DictionaryError, match=":1: word"):
+        load_dictionary(path)
+    with pytest.raises(DictionaryError, match="negative"):
+        parse_dictionary(["a\t-1"])
