@@ -100,12 +100,10 @@ def _score_at(route, local, split, begin, q):
 
 
 @njit(**_JIT)
-def best_edge(data, p, begin, end, edge_ends, edge_values, first, last, weights, unknown_weight, jieba_mode,
+def best_edge(char_end, begin, edge_ends, edge_values, first, last, weights, unknown_weight, jieba_mode,
               skip_end, route, local, split):
-    """(score, end, value) of the best edge out of character start p (best_edge in segment.cu)."""
-    char_end = p + 1
-    while char_end < end and not starts_char(data, char_end, begin, end):
-        char_end += 1
+    """(score, end, value) of the best edge out of the character start whose character ends at
+    char_end (best_edge in segment.cu)."""
     has_dict_edge = False
     covered = False
     for k in range(first, last + 1):
@@ -145,16 +143,23 @@ def _first_edge_at(edge_starts, p, e_lo, e):
 def solve_span(data, begin, end, edge_starts, edge_ends, edge_values, e_lo, e_hi, weights, unknown_weight,
                tail_score, jieba_mode, score, nxt, value):
     """Backward Viterbi over span [begin, end) into the scratch rows; returns the word count."""
+    # forward pass: where each character ends (-1 inside one), so each is validated once
+    nxt[:end - begin] = -1
+    p = begin
+    while p < end:
+        n, _ = sequence_at(data, p, end)
+        nxt[p - begin] = p + max(n, 1)
+        p = nxt[p - begin]
     score[end - begin] = tail_score
     e = e_hi - 1
     for p in range(end - 1, begin - 1, -1):
+        char_end = nxt[p - begin]
         score[p - begin] = -np.inf
-        nxt[p - begin] = -1
         value[p - begin] = -1
-        if not starts_char(data, p, begin, end):
+        if char_end < 0:
             continue
         first = _first_edge_at(edge_starts, p, e_lo, e)
-        best, best_end, best_value = best_edge(data, p, begin, end, edge_ends, edge_values, first, e, weights,
+        best, best_end, best_value = best_edge(char_end, begin, edge_ends, edge_values, first, e, weights,
                                                unknown_weight, jieba_mode, -1, score, score, end)
         e = first - 1
         score[p - begin] = best
@@ -228,7 +233,10 @@ def _losses(data, span_starts, span_ends, edge_starts, edge_ends, edge_values, s
             if not starts_char(data, p, begin, end):
                 continue
             first = _first_edge_at(edge_starts, p, e_lo, e)
-            best, _, _ = best_edge(data, p, begin, end, edge_ends, edge_values, first, e, weights, unknown_weight,
+            char_end = p + 1
+            while char_end < end and not starts_char(data, char_end, begin, end):
+                char_end += 1
+            best, _, _ = best_edge(char_end, begin, edge_ends, edge_values, first, e, weights, unknown_weight,
                                    jieba_mode, word_end if p == word_start else -1, route, local, word_start)
             e = first - 1
             local[p - begin] = best

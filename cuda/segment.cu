@@ -61,13 +61,12 @@ __device__ __forceinline__ bool better(double score, double best, int jieba_mode
     return jieba_mode ? score >= best : score > best;
 }
 
-// The best edge out of character start p of span [begin, end). Dictionary edges [first, last]
-// start at p (ends ascending); `skip_end` (or -1) is an end to leave out, as DictCut's loss does;
-// score_at(q) is the best score from q to the end of the span.
+// The best edge out of a character start p whose character ends at char_end. Dictionary edges
+// [first, last] start at p (ends ascending); `skip_end` (or -1) is an end to leave out, as
+// DictCut's loss does; score_at(q) is the best score from q to the end of the span.
 template <class ScoreAt>
-__device__ __forceinline__ double best_edge(const Lattice& g, i64 p, i64 begin, i64 end, i64 first, i64 last,
-                                            i64 skip_end, ScoreAt score_at, i64* best_end, int* best_value) {
-    const i64 char_end = next_char_start(g.data, p, begin, end);
+__device__ __forceinline__ double best_edge(const Lattice& g, i64 char_end, i64 first, i64 last, i64 skip_end,
+                                            ScoreAt score_at, i64* best_end, int* best_value) {
     bool has_dict_edge = false, char_end_covered = false;
     for (i64 k = first; k <= last; ++k) {
         if (g.weights[g.edge_values[k]] == GT_NEG_INF || g.edge_ends[k] == skip_end) continue;
@@ -109,17 +108,26 @@ __device__ __forceinline__ void edges_at(const Lattice& g, i64 p, i64 e_lo, i64*
 // Returns the number of words on the best path.
 __device__ i64 solve_span(const Lattice& g, i64 begin, i64 end, i64 e_lo, i64 e_hi, double tail_score,
                           double* score, i64* next, int* value) {
+    // Forward pass: next[p] = where the character starting at p ends (-1 inside a character), so
+    // the backward pass validates each character once.
+    for (i64 p = begin; p < end; ++p) next[p - begin] = -1;
+    for (i64 p = begin; p < end;) {
+        u32 cp;
+        const int len = utf8_sequence_at(g.data + p, end - p, &cp);
+        next[p - begin] = p + (len > 0 ? len : 1);
+        p = next[p - begin];
+    }
     score[end - begin] = tail_score;
     i64 e = e_hi - 1;
     auto score_at = [&](i64 q) { return score[q - begin]; };
     for (i64 p = end - 1; p >= begin; --p) {
+        const i64 char_end = next[p - begin];
         score[p - begin] = GT_NEG_INF;
-        next[p - begin] = -1;
         value[p - begin] = -1;
-        if (!utf8_starts_char(g.data, p, begin, end)) continue;
+        if (char_end < 0) continue;
         i64 first, last;
         edges_at(g, p, e_lo, &e, &first, &last);
-        score[p - begin] = best_edge(g, p, begin, end, first, last, -1, score_at, &next[p - begin], &value[p - begin]);
+        score[p - begin] = best_edge(g, char_end, first, last, -1, score_at, &next[p - begin], &value[p - begin]);
     }
     i64 words = 0;
     for (i64 p = begin; p < end; p = next[p - begin]) ++words;
@@ -189,8 +197,8 @@ viterbi_loss(const u8* __restrict__ data, const i64* __restrict__ span_starts, c
         i64 first, last, best_end;
         int best_value;
         edges_at(g, p, e_lo, &e, &first, &last);
-        local[p - begin] = best_edge(g, p, begin, end, first, last, p == word_start ? word_end : -1, score_at,
-                                     &best_end, &best_value);
+        local[p - begin] = best_edge(g, next_char_start(data, p, begin, end), first, last,
+                                     p == word_start ? word_end : -1, score_at, &best_end, &best_value);
     }
     losses[j] = route[0] - local[0];
 }

@@ -19,6 +19,18 @@ def _to_numpy(array: Any) -> np.ndarray:
     return array if isinstance(array, np.ndarray) else array.get()
 
 
+def row_ids(offsets: Any) -> Any:
+    """The row of every value of a ragged layout, as ``np.repeat(arange(rows), lengths)`` would give.
+
+    Written with ``searchsorted`` because CuPy's ``repeat`` takes no array of counts.
+
+    >>> row_ids(np.array([0, 2, 2, 3])).tolist()
+    [0, 0, 2]
+    """
+    xp = _xp(offsets)
+    return xp.searchsorted(offsets[1:], xp.arange(int(offsets[0]), int(offsets[-1]), dtype=offsets.dtype), side="right")
+
+
 class RaggedArray:
     """Rows of varying length stored flat: row ``i`` is ``values[offsets[i]:offsets[i + 1]]``.
 
@@ -107,9 +119,10 @@ class RaggedArray:
         else:
             width = int(lengths.max()) if len(self) else 0
         padded = xp.full((len(self), width), pad_value, dtype=self.values.dtype)
-        rows = xp.repeat(xp.arange(len(self), dtype=xp.int64), lengths)
-        row_starts = xp.cumsum(lengths) - lengths
-        cols = xp.arange(rows.size, dtype=xp.int64) - row_starts[rows]
+        kept_offsets = xp.zeros(len(self) + 1, xp.int64)
+        xp.cumsum(lengths, out=kept_offsets[1:])
+        rows = row_ids(kept_offsets)
+        cols = xp.arange(rows.size, dtype=xp.int64) - kept_offsets[rows]
         padded[rows, cols] = self.values[self.offsets[rows] + cols]
         if return_mask:
             return padded, xp.arange(width)[None, :] < lengths[:, None]

@@ -8,6 +8,7 @@ import numpy as np
 from gpu_text.backend import KernelRuntime
 from gpu_text.cuda_ops import BLOCK, blocks_for, i64, launch
 from gpu_text.cuda_ops.utf8 import char_classify, utf8_decode
+from gpu_text.ragged import row_ids
 from gpu_text.utf8 import CharClass
 
 
@@ -23,7 +24,7 @@ def presplit(rt: KernelRuntime, data: Any, offsets: Any) -> tuple[Any, Any, Any,
     row_start[n] = 1
     kinds = xp.empty(n, xp.uint8)
     launch(rt.function("segment", "presplit_kinds"), blocks_for(n, BLOCK), (codepoints, classes, row_start, i64(n), kinds))
-    rows = xp.repeat(xp.arange(row_lengths.size, dtype=xp.int64), row_lengths)
+    rows = row_ids(row_offsets)
     char_starts = positions + offsets[:-1][rows]
     # a character ends where the next one of its string starts, or at the string's end
     char_ends = xp.empty(n, xp.int64)

@@ -24,7 +24,7 @@ import numpy as np
 
 from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch, as_text_batch
-from gpu_text.ragged import RaggedArray
+from gpu_text.ragged import RaggedArray, row_ids
 from gpu_text.segment.dictionary import Dictionary, load_dictionary
 from gpu_text.trie import DoubleArrayTrie
 
@@ -168,7 +168,7 @@ class Segmenter:
         other = xp.flatnonzero(is_han == 0)
         out_starts[token_word_offsets[other]] = starts[other]
         out_ends[token_word_offsets[other]] = ends[other]
-        span_of_word = xp.repeat(xp.arange(han.size, dtype=xp.int64), per_span)
+        span_of_word = row_ids(word_offsets)
         word_starts = xp.empty(word_ends.size, xp.int64)
         word_starts[1:] = word_ends[:-1]
         nonempty = xp.flatnonzero(per_span > 0)
@@ -178,7 +178,7 @@ class Segmenter:
         out_ends[where] = word_ends
         out_ids[where] = word_values
         rows = token_word_offsets[token_rows]
-        row_of_word = xp.repeat(xp.arange(len(batch), dtype=xp.int64), rows[1:] - rows[:-1])
+        row_of_word = row_ids(rows)
         base = batch.offsets[:-1][row_of_word]
         return Segmentation(batch, RaggedArray(out_starts - base, rows, check=False),
                             RaggedArray(out_ends - base, rows, check=False), RaggedArray(out_ids, rows, check=False))
