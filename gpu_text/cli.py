@@ -5,6 +5,7 @@ Each subcommand is a function ``cmd_<name>(args) -> int`` registered in :func:`b
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -158,6 +159,10 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+# Modules that add subcommands: each has add_commands(subparsers), called in this order.
+COMMAND_MODULES: list[str] = []
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand.
 
@@ -179,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="lattice and tie rule: DictCut's (default) or jieba's HMM=False cut")
     segment.add_argument("--on-error", choices=["raise", "skip"], default="raise",
                          help="malformed dictionary lines: stop with an error naming the line, or skip them")
-    _add_backend_options(segment)
+    add_backend_options(segment)
     segment.set_defaults(run=cmd_segment)
 
     train = commands.add_parser("train-dict", help="learn word frequencies from raw text (DictCut's Hard EM)")
@@ -189,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--target", type=int, default=180_000, help="dictionary size to prune down to")
     train.add_argument("--min-count", type=int, default=15, help="multi-character words seen fewer times are dropped")
     train.add_argument("--sub-iterations", type=int, default=2, help="Hard EM rounds before each pruning and at the end")
-    _add_backend_options(train)
+    add_backend_options(train)
     train.set_defaults(run=cmd_train_dict)
 
     score = commands.add_parser("score", help="word precision/recall/F1 of a segmentation (SIGHAN convention)")
@@ -197,10 +202,14 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("pred", help="predicted segmentation of the same lines")
     score.add_argument("--words", help="training data (segmented) whose words count as in-vocabulary")
     score.set_defaults(run=cmd_score)
+
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).add_commands(commands)
     return parser
 
 
-def _add_backend_options(parser: argparse.ArgumentParser) -> None:
+def add_backend_options(parser: argparse.ArgumentParser) -> None:
+    """``--backend`` and ``--chunk-mb``, shared by every batch command."""
     parser.add_argument("--backend", choices=["auto", "cuda", "cpu"], default=None,
                         help="default: $GPU_TEXT_BACKEND, else CUDA when a GPU is usable")
     parser.add_argument("--chunk-mb", type=int, default=16, help="input read per batch (bounds memory)")
