@@ -232,7 +232,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
-    return int(args.run(args))
+    try:
+        return int(args.run(args))
+    except (ValueError, OSError) as exc:  # bad input files: a message, not a traceback
+        print(f"gpu-text {args.command}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
