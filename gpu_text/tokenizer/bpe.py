@@ -1,0 +1,130 @@
+"""The BPE model: pieces with scores, encoded by replaying merges in score order.
+
+Encoding one pre-token (SentencePiece's BPE rule, the seed's PieceTokenizer): start from one
+symbol per character, repeatedly merge the adjacent pair whose concatenation is a piece with the
+highest score (ties: the leftmost), then turn each symbol into its piece id, or into ``<0xXX>``
+byte pieces (byte fallback), or the unknown id. Pre-token boundaries are never crossed.
+
+Only NORMAL, USER_DEFINED and UNUSED pieces take part in merging (as in SentencePiece);
+UNKNOWN, CONTROL and BYTE pieces are reached by id only. Kernels: ``cuda/bpe.cu`` (one thread per
+pre-token, O(n log n) heap), ``cpu_fallback/bpe.py``.
+"""
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpu_text.backend import Backend, get_backend
+from gpu_text.trie import DoubleArrayTrie
+
+SPACE_SYMBOL = "\u2581"
+
+
+class PieceType(enum.IntEnum):
+    """Piece types of the model file and of SentencePiece (same numbers)."""
+
+    NORMAL = 1
+    UNKNOWN = 2
+    CONTROL = 3
+    USER_DEFINED = 4
+    UNUSED = 5
+    BYTE = 6
+
+
+MERGEABLE = (PieceType.NORMAL, PieceType.USER_DEFINED, PieceType.UNUSED)
+
+
+def byte_piece(byte: int) -> str:
+    """The name of a byte piece.
+
+    >>> byte_piece(0xE4)
+    '<0xE4>'
+    """
+    return f"<0x{byte:02X}>"
+
+
+@dataclass
+class EncodedPreTokens:
+    """Ids of a batch of pre-tokens: ragged by pre-token, with each id's byte span in the text."""
+
+    ids: Any
+    starts: Any
+    ends: Any
+    offsets: Any
+
+
+class BPEModel:
+    """Pieces (str), scores (higher merges first), types; ``unk_id`` and optional byte fallback.
+
+    >>> model = BPEModel(["<unk>", "a", "b", "ab"], [0.0, -1.0, -2.0, 0.0], [2, 1, 1, 1])
+    >>> model.encode_strings(["abba"])
+    [[3, 2, 1]]
+    """
+
+    def __init__(self, pieces: Sequence[str], scores: Sequence[float], types: Sequence[int], unk_id: int = 0,
+                 byte_fallback: bool | None = None) -> None:
+        if not len(pieces) == len(scores) == len(types):
+            raise ValueError(f"{len(pieces)} pieces but {len(scores)} scores and {len(types)} types")
+        self.pieces = list(pieces)
+        self.scores = np.asarray(scores, np.float32)
+        self.types = np.asarray(types, np.int8)
+        bad = np.flatnonzero((self.types < 1) | (self.types > 6))
+        if bad.size:
+            raise ValueError(f"piece {int(bad[0])} has type {int(self.types[bad[0]])}; types are 1-6")
+        if not 0 <= unk_id < len(self.pieces) or self.types[unk_id] != PieceType.UNKNOWN:
+            raise ValueError(f"unk_id {unk_id} is not an UNKNOWN piece")
+        self.unk_id = unk_id
+        self.piece_to_id = {p: i for i, p in enumerate(self.pieces)}
+        byte_ids = np.array([self.piece_to_id.get(byte_piece(b), -1) for b in range(256)], np.int32)
+        has_all_bytes = bool((byte_ids >= 0).all()) and all(self.types[i] == PieceType.BYTE for i in byte_ids)
+        if byte_fallback is None:
+            byte_fallback = has_all_bytes
+        if byte_fallback and not has_all_bytes:
+            raise ValueError("byte_fallback needs the 256 BYTE pieces <0x00> ... <0xFF>")
+        self.byte_fallback = byte_fallback
+        self.byte_ids = byte_ids if byte_fallback else np.full(256, -1, np.int32)
+        mergeable = [i for i, t in enumerate(self.types) if t in MERGEABLE]
+        words = [self.pieces[i].encode("utf-8", "surrogatepass") for i in mergeable]
+        self.trie = DoubleArrayTrie.build(words, np.array(mergeable, np.int32)) if words else None
+
+    def __len__(self) -> int:
+        return len(self.pieces)
+
+    def encode_pre_tokens(self, data: Any, starts: Any, ends: Any, backend: str | Backend | None = None
+                          ) -> EncodedPreTokens:
+        """Encode the pre-tokens ``data[starts[k]:ends[k]]`` (absolute byte positions).
+
+        >>> m = BPEModel(["<unk>", "a", "b", "ab"], [0.0, -1.0, -2.0, 0.0], [2, 1, 1, 1])
+        >>> e = m.encode_pre_tokens(np.frombuffer(b"abab", np.uint8), np.array([0, 2]), np.array([2, 4]), "cpu")
+        >>> e.ids.tolist(), e.offsets.tolist()
+        ([3, 3], [0, 1, 2])
+        """
+        be = get_backend(backend)
+        xp = be.xp
+        if self.trie is None:
+            trie = tuple(xp.zeros(1, dt) for dt in (xp.int32, xp.int32, xp.uint8, xp.uint8))
+        else:
+            trie = self.trie.arrays(be)
+        ids, id_starts, id_ends, offsets = be.op("bpe", "bpe_encode")(
+            be.asarray(data), xp.ascontiguousarray(be.asarray(starts), dtype=xp.int64),
+            xp.ascontiguousarray(be.asarray(ends), dtype=xp.int64), *trie, xp.asarray(self.scores),
+            xp.asarray(self.byte_ids), self.unk_id)
+        return EncodedPreTokens(ids, id_starts, id_ends, offsets)
+
+    def encode_strings(self, pre_tokens: Sequence[str], backend: str | Backend | None = "cpu") -> list[list[int]]:
+        """Each string encoded as one pre-token (a convenience for tests and examples).
+
+        >>> BPEModel(["<unk>", "x"], [0.0, 0.0], [2, 1]).encode_strings(["xy"])
+        [[1, 0]]
+        """
+        raw = [s.encode("utf-8", "surrogatepass") for s in pre_tokens]
+        ends = np.cumsum([len(r) for r in raw], dtype=np.int64)
+        starts = ends - np.array([len(r) for r in raw], np.int64)
+        encoded = self.encode_pre_tokens(np.frombuffer(b"".join(raw), np.uint8), starts, ends, backend)
+        ids = encoded.ids if isinstance(encoded.ids, np.ndarray) else encoded.ids.get()
+        offsets = encoded.offsets if isinstance(encoded.offsets, np.ndarray) else encoded.offsets.get()
+        return [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]

@@ -1,0 +1,56 @@
+"""Reference twin of ``cuda/bpe.cu``: BPE by repeatedly merging the best adjacent pair.
+
+Quadratic and obvious: at every step scan all adjacent symbol pairs, keep those whose
+concatenation is a piece, merge the one with the highest score (ties: the leftmost).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tests.reference.utf8 import decode_string
+
+
+def encode_token(raw: bytes, pieces: dict[bytes, int], scores: list[float], byte_ids: list[int],
+                 unk_id: int) -> list[tuple[int, int, int]]:
+    """(id, start, end) of every output token of one pre-token; offsets within ``raw``."""
+    bounds = [at for _, at in decode_string(raw)] + [len(raw)]
+    symbols = [(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+    while True:
+        best = None
+        for k in range(len(symbols) - 1):
+            a, b = symbols[k][0], symbols[k + 1][1]
+            pid = pieces.get(raw[a:b])
+            if pid is not None and (best is None or scores[pid] > best[0]):
+                best = (scores[pid], k)
+        if best is None:
+            break
+        k = best[1]
+        symbols[k:k + 2] = [(symbols[k][0], symbols[k + 1][1])]
+    out = []
+    for a, b in symbols:
+        pid = pieces.get(raw[a:b])
+        if pid is not None:
+            out.append((pid, a, b))
+        elif byte_ids[0] >= 0:
+            out.extend((byte_ids[raw[i]], i, i + 1) for i in range(a, b))
+        else:
+            out.append((unk_id, a, b))
+    return out
+
+
+def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores, byte_ids, unk_id):
+    from gpu_text.trie import DoubleArrayTrie
+
+    trie = DoubleArrayTrie(state, check, label, eow)
+    pieces = {word: value for word, value in trie.predictive(b"")}
+    raw = bytes(data)
+    ids, starts, ends, offsets = [], [], [], [0]
+    for a, b in zip(token_starts.tolist(), token_ends.tolist()):
+        for pid, s, e in encode_token(raw[a:b], pieces, np.asarray(scores).tolist(), np.asarray(byte_ids).tolist(),
+                                      int(unk_id)):
+            ids.append(pid)
+            starts.append(a + s)
+            ends.append(a + e)
+        offsets.append(len(ids))
+    return (np.array(ids, np.int32), np.array(starts, np.int64), np.array(ends, np.int64),
+            np.array(offsets, np.int64))

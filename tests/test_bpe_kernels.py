@@ -1,0 +1,74 @@
+"""Differential tests of cuda/bpe.cu: emulated CUDA (and the GPU when present) == Numba == reference."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from gpu_text.tokenizer.bpe import BPEModel, PieceType, byte_piece
+from tests.reference import bpe as reference
+from tests.test_utf8_kernels import host
+
+ALPHABET = ["a", "b", "c", "▁", "你", "好", "é", "1"]
+
+
+def random_model(rng: np.random.Generator, size: int, byte_fallback: bool) -> BPEModel:
+    pieces = {"".join(rng.choice(ALPHABET, int(rng.integers(1, 5)))) for _ in range(size)}
+    pieces |= {c for c in ALPHABET[:-2]}  # most single characters, not all: some need fallback
+    pieces = sorted(pieces)
+    names = ["<unk>"] + ([byte_piece(b) for b in range(256)] if byte_fallback else []) + pieces
+    types = [PieceType.UNKNOWN] + [PieceType.BYTE] * (256 if byte_fallback else 0) + [PieceType.NORMAL] * len(pieces)
+    # few distinct scores, so that ties (leftmost wins) happen
+    scores = [0.0] * (len(names) - len(pieces)) + rng.integers(-5, 1, len(pieces)).astype(float).tolist()
+    return BPEModel(names, scores, types)
+
+
+def random_pre_tokens(rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    raw = []
+    for _ in range(count):
+        text = "".join(rng.choice(ALPHABET + ["z"], int(rng.integers(1, 12)))).encode()
+        if rng.random() < 0.1:
+            text += b"\xe4\xbd"
+        raw.append(text)
+    lengths = np.array([len(r) for r in raw], np.int64)
+    ends = np.cumsum(lengths)
+    return np.frombuffer(b"".join(raw), np.uint8), ends - lengths, ends
+
+
+@pytest.mark.parametrize("byte_fallback", [True, False])
+@pytest.mark.parametrize("count", [0, 1, 2, 1000])
+def test_bpe_encode(backend, count, byte_fallback):
+    rng = np.random.default_rng(count + byte_fallback)
+    model = random_model(rng, 80, byte_fallback)
+    data, starts, ends = random_pre_tokens(rng, count)
+    got = model.encode_pre_tokens(data, starts, ends, backend)
+    want = reference.bpe_encode(data, starts, ends, *model.trie.arrays("cpu"), model.scores, model.byte_ids,
+                                model.unk_id)
+    for g, w in zip((got.ids, got.starts, got.ends, got.offsets), want):
+        np.testing.assert_array_equal(host(g), w)
+
+
+def test_seed_vectors():
+    # pre-token boundaries are never crossed: "a," is a piece, but "a" and "," are separate pre-tokens
+    model = BPEModel(["<unk>", "a,", "a", ",", "b"], [0.0, 0.0, -3.0, -4.0, -5.0], [2, 1, 1, 1, 1])
+    assert model.encode_strings(["a", ",", "b"]) == [[2], [3], [4]]
+    assert model.encode_strings(["a,b"]) == [[1, 4]]
+    # split digits: pieces 1(-1) 2(-2) 12(0); "1" and "2" as separate pre-tokens stay apart
+    digits = BPEModel(["<unk>", "1", "2", "12"], [0.0, -1.0, -2.0, 0.0], [2, 1, 1, 1])
+    assert digits.encode_strings(["1", "2"]) == [[1], [2]] and digits.encode_strings(["12"]) == [[3]]
+
+
+def test_ties_go_to_the_leftmost_pair():
+    model = BPEModel(["<unk>", "a", "aa"], [0.0, -1.0, 0.0], [2, 1, 1])
+    assert model.encode_strings(["aaa"]) == [[2, 1]]
+
+
+def test_megabyte_pre_token_is_not_quadratic():
+    model = BPEModel(["<unk>", "a", "aa", "aaaa", "你", "你你"], [0.0, -1.0, -2.0, -3.0, -1.0, -2.0], [2, 1, 1, 1, 1, 1])
+    for text in ("a" * 1_000_000, "你" * 350_000):
+        model.encode_strings([text[:10]])  # compile outside the timing
+        start = time.perf_counter()
+        ids = model.encode_strings([text])[0]
+        assert time.perf_counter() - start < 1.0
+        assert len(ids) == (250_000 if text[0] == "a" else 175_000)
