@@ -65,11 +65,13 @@ class BPEModel:
     [[3, 2, 1]]
     """
 
-    def __init__(self, pieces: Sequence[str], scores: Sequence[float], types: Sequence[int], unk_id: int = 0,
+    def __init__(self, pieces: Sequence[str | bytes], scores: Sequence[float], types: Sequence[int], unk_id: int = 0,
                  byte_fallback: bool | None = None) -> None:
         if not len(pieces) == len(scores) == len(types):
             raise ValueError(f"{len(pieces)} pieces but {len(scores)} scores and {len(types)} types")
-        self.pieces = list(pieces)
+        # pieces are bytes (a model file may hold pieces that are not UTF-8); `pieces` shows them as str
+        self.piece_bytes = [p if isinstance(p, bytes) else p.encode("utf-8", "surrogatepass") for p in pieces]
+        self.pieces = [p.decode("utf-8", "surrogateescape") for p in self.piece_bytes]
         self.scores = np.asarray(scores, np.float32)
         self.types = np.asarray(types, np.int8)
         bad = np.flatnonzero((self.types < 1) | (self.types > 6))
@@ -88,7 +90,7 @@ class BPEModel:
         self.byte_fallback = byte_fallback
         self.byte_ids = byte_ids if byte_fallback else np.full(256, -1, np.int32)
         mergeable = [i for i, t in enumerate(self.types) if t in MERGEABLE]
-        words = [self.pieces[i].encode("utf-8", "surrogatepass") for i in mergeable]
+        words = [self.piece_bytes[i] for i in mergeable]
         self.trie = DoubleArrayTrie.build(words, np.array(mergeable, np.int32)) if words else None
 
     def __len__(self) -> int:

@@ -1,0 +1,82 @@
+"""The decoder: ids back to text. BYTE pieces become their byte, UNKNOWN and CONTROL pieces are
+dropped, the space symbol becomes a space. Batched with array gathers (CuPy kernels on a GPU)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+import numpy as np
+
+from gpu_text.backend import Backend, get_backend
+from gpu_text.batch import TextBatch
+from gpu_text.ragged import RaggedArray, row_ids
+from gpu_text.tokenizer.bpe import SPACE_SYMBOL, PieceType
+
+
+class Decoder:
+    """Turns ragged ids into text bytes with a table of every piece's output bytes.
+
+    >>> d = Decoder(["<unk>", "<0x41>", "▁hi", "<s>"], [2, 6, 1, 3])
+    >>> d.decode_batch([[2, 1, 3, 0]], backend="cpu")
+    [' hiA']
+    """
+
+    def __init__(self, pieces: Sequence[str | bytes], types: Sequence[int], space: str = SPACE_SYMBOL,
+                 strip_leading_space: bool = False) -> None:
+        chunks = []
+        space_bytes = space.encode()
+        for piece, kind in zip(pieces, types):
+            raw = piece if isinstance(piece, bytes) else piece.encode("utf-8", "surrogatepass")
+            if kind == PieceType.BYTE:
+                chunks.append(bytes([int(raw[3:5], 16)]))
+            elif kind in (PieceType.UNKNOWN, PieceType.CONTROL):
+                chunks.append(b"")
+            else:
+                chunks.append(raw.replace(space_bytes, b" "))
+        self.strip_leading_space = strip_leading_space
+        self.piece_offsets = np.zeros(len(chunks) + 1, np.int64)
+        np.cumsum([len(c) for c in chunks], out=self.piece_offsets[1:])
+        self.piece_bytes = np.frombuffer(b"".join(chunks), np.uint8)
+
+    def decode_ragged(self, ids: RaggedArray, backend: str | Backend | None = None) -> TextBatch:
+        """Bytes of every row of ``ids`` (ids out of range raise ``IndexError``).
+
+        >>> Decoder(["<unk>", "a"], [2, 1]).decode_ragged(RaggedArray(np.array([1, 1]), np.array([0, 2]))).to_pylist()
+        ['aa']
+        """
+        be = get_backend(backend)
+        xp = be.xp
+        values = be.asarray(ids.values).astype(xp.int64)
+        if values.size and (int(values.min()) < 0 or int(values.max()) >= self.piece_offsets.size - 1):
+            raise IndexError(f"ids must be in [0, {self.piece_offsets.size - 1})")
+        piece_offsets, piece_bytes = xp.asarray(self.piece_offsets), xp.asarray(self.piece_bytes)
+        lengths = piece_offsets[values + 1] - piece_offsets[values]
+        id_out = xp.zeros(values.size + 1, xp.int64)
+        xp.cumsum(lengths, out=id_out[1:])
+        owner = row_ids(id_out)  # output byte -> the id that writes it
+        data = piece_bytes[piece_offsets[values][owner] + xp.arange(owner.size, dtype=xp.int64) - id_out[owner]]
+        row_out = id_out[be.asarray(ids.offsets)]
+        if self.strip_leading_space and data.size:
+            # SentencePiece drops the space its dummy prefix added at the start of each text
+            firsts = row_out[:-1][row_out[1:] > row_out[:-1]]
+            leading = firsts[data[firsts] == 0x20]
+            keep = xp.ones(data.size, bool)
+            keep[leading] = False
+            removed = xp.zeros(data.size + 1, xp.int64)
+            xp.cumsum(~keep, out=removed[1:])
+            data, row_out = data[keep], row_out - removed[row_out]
+        return TextBatch(xp.ascontiguousarray(data.astype(xp.uint8)), row_out, check=False)
+
+    def decode_batch(self, ids: RaggedArray | Sequence[Sequence[int]], backend: str | Backend | None = None
+                     ) -> list[str]:
+        """Every row as ``str`` (malformed UTF-8 from byte pieces shown as U+FFFD).
+
+        >>> Decoder(["<unk>", "▁a"], [2, 1], strip_leading_space=True).decode_batch([[1, 1], []])
+        ['a a', '']
+        """
+        if not isinstance(ids, RaggedArray):
+            lengths = [len(row) for row in ids]
+            offsets = np.zeros(len(lengths) + 1, np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            flat = np.fromiter((i for row in ids for i in row), np.int64, int(offsets[-1]))
+            ids = RaggedArray(flat, offsets)
+        return self.decode_ragged(ids, backend).to_pylist()
+
