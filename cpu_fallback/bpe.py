@@ -119,13 +119,18 @@ def _merge_all(data, token_starts, token_ends, state, check, label, eow, scores,
         sym_len, sym_next = length[begin:end], nxt[begin:end]
         merge_symbols(data, begin, end, state, check, label, eow, scores, sym_len, sym_next)
         tokens = 0
+        prev_unk = False
         p = 0
         while p < end - begin:
             at = begin + p
-            if _piece_id(state, check, label, eow, data, at, at + sym_len[p]) >= 0 or byte_ids[0] < 0:
+            known = _piece_id(state, check, label, eow, data, at, at + sym_len[p]) >= 0
+            if known:
                 tokens += 1
-            else:
+            elif byte_ids[0] >= 0:
                 tokens += sym_len[p]  # byte fallback: one <0xXX> per byte
+            elif not prev_unk:
+                tokens += 1  # a run of unknown symbols is one unknown token, as in SentencePiece
+            prev_unk = not known and byte_ids[0] < 0
             p = sym_next[p] if sym_next[p] >= 0 else end - begin
         counts[t] = tokens
     return counts
@@ -137,12 +142,16 @@ def _emit_all(data, token_starts, token_ends, state, check, label, eow, byte_ids
     for t in prange(token_starts.size):
         begin, end = token_starts[t], token_ends[t]
         out = offsets[t]
+        prev_unk = False
         p = 0
         while p < end - begin:
             at = begin + p
             size = length[at]
             pid = _piece_id(state, check, label, eow, data, at, at + size)
-            if pid >= 0 or byte_ids[0] < 0:
+            unk = pid < 0 and byte_ids[0] < 0
+            if unk and prev_unk:
+                ends[out - 1] = at + size
+            elif pid >= 0 or byte_ids[0] < 0:
                 ids[out] = pid if pid >= 0 else unk_id
                 starts[out] = at
                 ends[out] = at + size
@@ -153,6 +162,7 @@ def _emit_all(data, token_starts, token_ends, state, check, label, eow, byte_ids
                     starts[out] = at + k
                     ends[out] = at + k + 1
                     out += 1
+            prev_unk = unk
             p = nxt[at] if nxt[at] >= 0 else end - begin
 
 

@@ -75,10 +75,15 @@ __device__ void offer_pair(const Vocab& v, const u8* data, i64 begin, const int*
     if (id >= 0) heap.push(v.scores[id], left, total);
 }
 
-// Tokens a final symbol becomes: 1 if it is a piece, else one per byte (byte fallback) or 1 (unk).
-__device__ __forceinline__ int symbol_tokens(const Vocab& v, const u8* data, i64 at, int length) {
-    if (piece_id(v, data, at, at + length) >= 0) return 1;
-    return v.byte_ids[0] >= 0 ? length : 1;
+// Tokens a final symbol adds: 1 if it is a piece; else one per byte (byte fallback), or 1 unknown
+// token, which swallows the unknown symbols right after it (SentencePiece merges unknown runs).
+__device__ __forceinline__ int symbol_tokens(const Vocab& v, const u8* data, i64 at, int length, bool* prev_unk) {
+    const bool known = piece_id(v, data, at, at + length) >= 0;
+    const bool was_unk = *prev_unk;
+    *prev_unk = !known && v.byte_ids[0] < 0;
+    if (known) return 1;
+    if (v.byte_ids[0] >= 0) return length;
+    return was_unk ? 0 : 1;
 }
 
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
@@ -126,7 +131,8 @@ bpe_merge(const u8* __restrict__ data, const i64* __restrict__ token_starts, con
         offer_pair(v, data, begin, len, left, next[left], heap);
     }
     i64 tokens = 0;
-    for (int p = 0; p < n; p = next[p] >= 0 ? next[p] : n) tokens += symbol_tokens(v, data, begin + p, len[p]);
+    bool prev_unk = false;
+    for (int p = 0; p < n; p = next[p] >= 0 ? next[p] : n) tokens += symbol_tokens(v, data, begin + p, len[p], &prev_unk);
     counts[t] = tokens;
 }
 
@@ -142,11 +148,15 @@ bpe_emit(const u8* __restrict__ data, const i64* __restrict__ token_starts, cons
     const i64 begin = token_starts[t], end = token_ends[t];
     const int n = (int)(end - begin);
     i64 out = out_offsets[t];
+    bool prev_unk = false;
     for (int p = 0; p < n; p = sym_next[begin + p] >= 0 ? sym_next[begin + p] : n) {
         const i64 at = begin + p;
         const int length = sym_len[at];
         const int id = piece_id(v, data, at, at + length);
-        if (id >= 0 || byte_ids[0] < 0) {
+        const bool unk = id < 0 && byte_ids[0] < 0;
+        if (unk && prev_unk) {
+            id_ends[out - 1] = at + length;  // extend the previous unknown token
+        } else if (id >= 0 || byte_ids[0] < 0) {
             ids[out] = id >= 0 ? id : unk_id;
             id_starts[out] = at;
             id_ends[out] = at + length;
@@ -158,5 +168,6 @@ bpe_emit(const u8* __restrict__ data, const i64* __restrict__ token_starts, cons
                 id_ends[out] = at + k + 1;
             }
         }
+        prev_unk = unk;
     }
 }

@@ -33,6 +33,8 @@ def encode_token(raw: bytes, pieces: dict[bytes, int], scores: list[float], byte
             out.append((pid, a, b))
         elif byte_ids[0] >= 0:
             out.extend((byte_ids[raw[i]], i, i + 1) for i in range(a, b))
+        elif out and out[-1][0] == unk_id and out[-1][2] == a and pieces.get(raw[out[-1][1]:a]) is None:
+            out[-1] = (unk_id, out[-1][1], b)  # a run of unknown symbols is one unknown token
         else:
             out.append((unk_id, a, b))
     return out

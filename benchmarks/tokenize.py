@@ -1,0 +1,80 @@
+"""Encode throughput: gpu_text (imported SentencePiece model; Numba, CUDA) vs sentencepiece (the
+same .model, same text, same number of threads) and HF tokenizers (a BPE of the same vocabulary
+size trained on the same data), zh and en."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numba
+
+from benchmarks.corpora import load_lines
+from benchmarks.harness import Config, Measurement, measure
+from gpu_text import TextBatch
+from gpu_text.backend import cuda_unavailable_reason, get_backend
+from gpu_text.tokenizer.tokenizer import Tokenizer
+
+VOCAB = 8000
+PEER = "sentencepiece"
+
+
+def _train_models(folder: Path, lines: list[bytes]) -> tuple[str, object]:
+    import sentencepiece as spm
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import models, pre_tokenizers, trainers
+
+    corpus = folder / "train.txt"
+    corpus.write_bytes(b"\n".join(lines[: len(lines) // 2]))
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(folder / "sp"), model_type="bpe",
+                                   vocab_size=VOCAB, byte_fallback=True, character_coverage=0.9995,
+                                   num_threads=2, minloglevel=2, input_sentence_size=200_000,
+                                   shuffle_input_sentence=False)
+    hf = HFTokenizer(models.BPE(unk_token="<unk>"))
+    hf.pre_tokenizer = pre_tokenizers.Metaspace()
+    hf.train([str(corpus)], trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<unk>"], show_progress=False))
+    return str(folder / "sp.model"), hf
+
+
+def run(config: Config) -> list[Measurement]:
+    import sentencepiece as spm
+
+    rows: list[Measurement] = []
+    limit = 2_000_000 if config.quick else 16_000_000
+    for dataset in ("zh", "en"):
+        lines, source = load_lines(dataset, limit)
+        with tempfile.TemporaryDirectory() as tmp:
+            model_path, hf = _train_models(Path(tmp), lines)
+            texts = [line.decode("utf-8", "replace") for line in lines]
+            batch = TextBatch.from_strings(texts)
+            name = f"{dataset} ({source}, {batch.nbytes / 1e6:.1f} MB, {len(batch)} lines, vocab {VOCAB})"
+            sp = spm.SentencePieceProcessor(model_file=model_path)
+            ours = Tokenizer.from_sentencepiece(model_path)
+            cpu = get_backend("cpu")
+            all_threads = numba.config.NUMBA_NUM_THREADS
+            for threads in sorted({1, all_threads}):
+                rows.append(Measurement("tokenize", name, PEER, threads,
+                                        measure(lambda: sp.encode(texts, num_threads=threads), config.repeat),
+                                        batch.nbytes, notes="sentencepiece 0.2, same .model"))
+                rows.append(Measurement("tokenize", name, "HF tokenizers BPE", threads,
+                                        measure(lambda: hf.encode_batch(texts), config.repeat), batch.nbytes,
+                                        peer=PEER, notes="own BPE, same vocab size; RAYON threads = all cores"))
+                numba.set_num_threads(threads)
+                rows.append(Measurement("tokenize", name, "gpu_text[cpu]", threads,
+                                        measure(lambda: ours.encode(batch, cpu), config.repeat), batch.nbytes,
+                                        peer=PEER, notes="imported .model, identical ids"))
+            numba.set_num_threads(all_threads)
+            if cuda_unavailable_reason() is None:
+                import cupy
+
+                gpu = get_backend("cuda")
+                on_device = batch.to_device(cupy)
+                rows.append(Measurement("tokenize", name, "gpu_text[cuda]", "GPU",
+                                        measure(lambda: ours.encode(on_device, gpu), config.repeat,
+                                                cupy.cuda.get_current_stream().synchronize), batch.nbytes,
+                                        peer=PEER, notes="text and ids on the GPU"))
+    for m in rows:  # compare each thread count with sentencepiece at the same count
+        if m.peer == PEER:
+            m.peer = f"{PEER}@{m.threads}" if m.threads != "GPU" else f"{PEER}@{numba.config.NUMBA_NUM_THREADS}"
+        elif m.implementation == PEER:
+            m.implementation = f"{PEER}@{m.threads}"
+    return rows

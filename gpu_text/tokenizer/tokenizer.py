@@ -1,0 +1,217 @@
+"""The tokenizer: Normalizer → PreTokenizer → BPE model → ids, and the Decoder back.
+
+Every stage runs batched on the chosen backend (kernels on a GPU, Numba on the CPU). Token byte
+spans are reported in the ORIGINAL text: the normalizer's alignment maps each normalized byte
+back to the original byte it came from.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpu_text.backend import Backend, get_backend
+from gpu_text.batch import TextBatch, as_text_batch
+from gpu_text.ragged import RaggedArray, row_ids
+from gpu_text.tokenizer.bpe import SPACE_SYMBOL, BPEModel, PieceType
+from gpu_text.tokenizer.decoder import Decoder
+from gpu_text.tokenizer.normalizer import Normalizer
+from gpu_text.tokenizer.pre_tokenizer import PreTokenizer
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """Ids of every text (ragged, int32) and, when asked for, each id's byte span ``[start, end)``
+    in the original text (relative to that text; bos/eos get empty spans at 0 and at the end)."""
+
+    ids: RaggedArray
+    starts: RaggedArray | None = None
+    ends: RaggedArray | None = None
+
+
+class Tokenizer:
+    """A BPE tokenizer pipeline.
+
+    >>> from gpu_text.tokenizer.bpe import byte_piece
+    >>> pieces = ["<unk>", "<s>", "</s>"] + [byte_piece(b) for b in range(256)] + ["▁h", "i", "▁hi"]
+    >>> types = [2, 3, 3] + [6] * 256 + [1, 1, 1]
+    >>> tok = Tokenizer(BPEModel(pieces, [0.0] * 259 + [-1.0, -2.0, 0.0], types), Normalizer("no"), PreTokenizer())
+    >>> tok.encode_as_pieces(["hi hi!"])
+    [['<0x68>', 'i', '▁hi', '<0x21>']]
+    >>> tok.decode_batch(tok.encode(["hi hi!"]).ids)
+    ['hi hi!']
+    """
+
+    def __init__(self, model: BPEModel, normalizer: Normalizer, pre_tokenizer: PreTokenizer,
+                 bos_id: int = -1, eos_id: int = -1, pad_id: int = -1) -> None:
+        self.model = model
+        self.normalizer = normalizer
+        self.pre_tokenizer = pre_tokenizer
+        self.bos_id, self.eos_id, self.pad_id = bos_id, eos_id, pad_id
+        self.decoder = Decoder(model.piece_bytes, model.types, space=getattr(normalizer, "space", SPACE_SYMBOL),
+                               strip_leading_space=bool(getattr(normalizer, "add_dummy_prefix", False)))
+
+    # ------------------------------------------------------------------------------- vocabulary
+    def __len__(self) -> int:
+        return len(self.model)
+
+    def id_to_piece(self, token_id: int) -> str:
+        """The piece of an id.
+
+        >>> Tokenizer(BPEModel(["<unk>", "a"], [0.0, 0.0], [2, 1]), Normalizer(), PreTokenizer()).id_to_piece(1)
+        'a'
+        """
+        return self.model.pieces[token_id]
+
+    def piece_to_id(self, piece: str) -> int:
+        """The id of a piece (the unknown id when there is no such piece).
+
+        >>> Tokenizer(BPEModel(["<unk>", "a"], [0.0, 0.0], [2, 1]), Normalizer(), PreTokenizer()).piece_to_id("zz")
+        0
+        """
+        return self.model.piece_to_id.get(piece, self.model.unk_id)
+
+    # ----------------------------------------------------------------------------------- encode
+    def encode(self, texts: Any, backend: str | Backend | None = None, with_offsets: bool = False,
+               add_bos: bool = False, add_eos: bool = False) -> Encoding:
+        """Encode a batch (``TextBatch``, pyarrow strings, or a list of str/bytes).
+
+        >>> tok = Tokenizer(BPEModel(["<unk>", "a", "b", "ab"], [0.0, -1, -2, 0], [2, 1, 1, 1]), Normalizer(),
+        ...                 PreTokenizer())
+        >>> e = tok.encode(["abab", "b"], with_offsets=True)
+        >>> e.ids.to_pylist(), e.starts.to_pylist(), e.ends.to_pylist()
+        ([[3, 3], [2]], [[0, 2], [0]], [[2, 4], [1]])
+        """
+        be = get_backend(backend)
+        xp = be.xp
+        batch = as_text_batch(texts).to_device(xp)
+        normalized = self.normalizer.normalize(batch, be)
+        text = normalized.text
+        pre = self.pre_tokenizer.pre_tokenize(text, be)
+        base = text.offsets[:-1][row_ids(pre.starts.offsets)]
+        encoded = self.model.encode_pre_tokens(text.data, pre.starts.values + base, pre.ends.values + base, be)
+        row_offsets = encoded.offsets[pre.starts.offsets]
+        ids = RaggedArray(encoded.ids, row_offsets, check=False)
+        starts = ends = None
+        if with_offsets:
+            starts, ends = self._original_spans(text, normalized.alignment, encoded, row_offsets, xp)
+        if add_bos or add_eos:
+            ids, starts, ends = self._add_specials(ids, starts, ends, batch, add_bos, add_eos, xp)
+        return Encoding(ids, starts, ends)
+
+    @staticmethod
+    def _original_spans(text: TextBatch, alignment: RaggedArray, encoded: Any, row_offsets: Any, xp: Any
+                        ) -> tuple[RaggedArray, RaggedArray]:
+        """Map each id's normalized byte span through the alignment to the original text."""
+        rows = row_ids(row_offsets)
+        # alignment row r has len(normalized row r) + 1 entries: one per byte and the end
+        local_start = encoded.starts - text.offsets[:-1][rows]
+        local_end = encoded.ends - text.offsets[:-1][rows]
+        align_base = alignment.offsets[:-1][rows]
+        starts = alignment.values[align_base + local_start]
+        ends = alignment.values[align_base + local_end]
+        return RaggedArray(starts, row_offsets, check=False), RaggedArray(ends, row_offsets, check=False)
+
+    def _add_specials(self, ids: RaggedArray, starts: RaggedArray | None, ends: RaggedArray | None, batch: TextBatch,
+                      add_bos: bool, add_eos: bool, xp: Any) -> tuple[RaggedArray, Any, Any]:
+        for name, flag, special in (("bos", add_bos, self.bos_id), ("eos", add_eos, self.eos_id)):
+            if flag and special < 0:
+                raise ValueError(f"this tokenizer has no {name} token")
+        n_rows = len(ids)
+        lengths = ids.lengths + int(add_bos) + int(add_eos)
+        offsets = xp.zeros(n_rows + 1, xp.int64)
+        xp.cumsum(lengths, out=offsets[1:])
+        first = offsets[:-1] + int(add_bos)  # where each row's original ids go
+        moved = first[row_ids(ids.offsets)] + xp.arange(ids.values.size, dtype=xp.int64) - ids.offsets[:-1][row_ids(ids.offsets)]
+
+        def spread(values: Any, bos_value: Any, eos_value: Any) -> Any:
+            out = xp.empty(int(offsets[-1]), values.dtype)
+            out[moved] = values
+            if add_bos:
+                out[offsets[:-1]] = bos_value
+            if add_eos:
+                out[offsets[1:] - 1] = eos_value
+            return out
+
+        new_ids = RaggedArray(spread(ids.values, self.bos_id, self.eos_id), offsets, check=False)
+        if starts is None:
+            return new_ids, None, None
+        text_end = batch.offsets[1:] - batch.offsets[:-1]
+        return (new_ids, RaggedArray(spread(starts.values, 0, text_end), offsets, check=False),
+                RaggedArray(spread(ends.values, 0, text_end), offsets, check=False))
+
+    def encode_as_pieces(self, texts: Any, backend: str | Backend | None = None) -> list[list[str]]:
+        """Pieces instead of ids (for inspection).
+
+        >>> Tokenizer(BPEModel(["<unk>", "a"], [0.0, 0.0], [2, 1]), Normalizer(), PreTokenizer()).encode_as_pieces(["aa"])
+        [['a', 'a']]
+        """
+        return [[self.model.pieces[i] for i in row] for row in self.encode(texts, backend).ids.to_pylist()]
+
+    def encode_padded(self, texts: Any, max_length: int | None = None, backend: str | Backend | None = None,
+                      add_bos: bool = False, add_eos: bool = False) -> tuple[Any, Any]:
+        """Ids as a 2-D array padded with ``pad_id`` (or 0 when there is none), truncated to
+        ``max_length``, and each row's length.
+
+        >>> tok = Tokenizer(BPEModel(["<unk>", "a"], [0.0, 0.0], [2, 1]), Normalizer(), PreTokenizer())
+        >>> padded, lengths = tok.encode_padded(["aaa", "a"], max_length=2)
+        >>> padded.tolist(), lengths.tolist()
+        ([[1, 1], [1, 0]], [2, 1])
+        """
+        ids = self.encode(texts, backend, add_bos=add_bos, add_eos=add_eos).ids
+        return ids.to_padded(pad_value=self.pad_id if self.pad_id >= 0 else 0, max_length=max_length)
+
+    # ----------------------------------------------------------------------------------- decode
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of one id sequence.
+
+        >>> Tokenizer(BPEModel(["<unk>", "▁a"], [0.0, 0.0], [2, 1]), Normalizer(), PreTokenizer()).decode([1, 1])
+        ' a a'
+        """
+        return self.decoder.decode_batch([list(ids)], backend="cpu")[0]
+
+    def decode_batch(self, ids: RaggedArray | Sequence[Sequence[int]], backend: str | Backend | None = None
+                     ) -> list[str]:
+        """Text of every row of ids.
+
+        >>> Tokenizer(BPEModel(["<unk>", "a"], [0.0, 0.0], [2, 1]), Normalizer(), PreTokenizer()).decode_batch([[1], []])
+        ['a', '']
+        """
+        return self.decoder.decode_batch(ids, backend)
+
+    # ------------------------------------------------------------------------------ model files
+    @classmethod
+    def from_sentencepiece(cls, path: str | Path) -> "Tokenizer":
+        """Import a SentencePiece ``.model`` of type BPE.
+
+        >>> Tokenizer.from_sentencepiece  # doctest: +ELLIPSIS
+        <bound method Tokenizer.from_sentencepiece of <class '...Tokenizer'>>
+        """
+        from gpu_text.tokenizer.sentencepiece_model import load_sentencepiece_model
+
+        sp = load_sentencepiece_model(path)
+        model = BPEModel(sp.pieces, sp.scores, sp.types, unk_id=sp.unk_id, byte_fallback=sp.byte_fallback)
+        return cls(model, sp.normalizer(), PreTokenizer(split="whitespace"), sp.bos_id, sp.eos_id, sp.pad_id)
+
+    @classmethod
+    def from_model_file(cls, path: str | Path, cn: Any = None) -> "Tokenizer":
+        """Load the seed's text model format (``cn``: the Chinese cutter, which the file does not keep).
+
+        >>> Tokenizer.from_model_file  # doctest: +ELLIPSIS
+        <bound method Tokenizer.from_model_file of <class '...Tokenizer'>>
+        """
+        from gpu_text.tokenizer.model_file import read_model_file
+
+        spec = read_model_file(path)
+        counter, pre = spec.counter, spec.pretokenizer
+        model = BPEModel(spec.pieces.pieces, spec.pieces.scores, spec.pieces.types, unk_id=counter.unk_id)
+        normalizer = Normalizer(pre.name, space=pre.space, reconstruct=pre.reconstruct)
+        pre_tokenizer = PreTokenizer(split="isolate" if pre.cut else "word",
+                                     digits="split" if pre.split_digits else "keep", cn=cn, space=pre.space)
+        return cls(model, normalizer, pre_tokenizer, counter.bos_id, counter.eos_id, counter.pad_id)
+
+
+__all__ = ["Encoding", "Tokenizer"]
