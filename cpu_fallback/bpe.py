@@ -12,13 +12,19 @@ _JIT = dict(cache=True, nogil=True)
 
 
 @njit(inline="always", **_JIT)
-def _piece_id(state, check, label, eow, data, begin, end):
-    pos = 0
+def _node_id(state, check, label, eow, node):
+    """The piece id of a symbol from its trie node (-1: not a piece)."""
+    return trie_value(state, check, label, eow, node) if node > 0 else -1
+
+
+@njit(inline="always", **_JIT)
+def _walk(state, check, label, node, data, begin, end):
+    """The trie node reached from ``node`` over data[begin:end), or -1."""
     for i in range(begin, end):
-        pos = trie_step(state, check, label, pos, data[i])
-        if pos < 0:
+        if node < 0:
             return -1
-    return trie_value(state, check, label, eow, pos) if pos > 0 else -1
+        node = trie_step(state, check, label, node, data[i])
+    return node
 
 
 @njit(inline="always", **_JIT)
@@ -27,52 +33,61 @@ def _before(sa, la, sb, lb):
 
 
 @njit(**_JIT)
-def _push(hs, hl, hz, count, s, left, size):
+def _push(heap, hs, count, s, left, size, node):
+    """Heap rows are (left, size, node) in ``heap`` and the score in ``hs``."""
     i = count
     while i > 0:
         parent = (i - 1) // 2
-        if not _before(s, left, hs[parent], hl[parent]):
+        if not _before(s, left, hs[parent], heap[parent, 0]):
             break
-        hs[i], hl[i], hz[i] = hs[parent], hl[parent], hz[parent]
+        hs[i] = hs[parent]
+        heap[i, 0], heap[i, 1], heap[i, 2] = heap[parent, 0], heap[parent, 1], heap[parent, 2]
         i = parent
-    hs[i], hl[i], hz[i] = s, left, size
+    hs[i] = s
+    heap[i, 0], heap[i, 1], heap[i, 2] = left, size, node
     return count + 1
 
 
 @njit(**_JIT)
-def _pop(hs, hl, hz, count):
-    s, left, size = hs[0], hl[0], hz[0]
+def _pop(heap, hs, count):
+    left, size, node = heap[0, 0], heap[0, 1], heap[0, 2]
     count -= 1
-    ls, ll, lz = hs[count], hl[count], hz[count]
+    ls, ll, lz, ln = hs[count], heap[count, 0], heap[count, 1], heap[count, 2]
     i = 0
     while True:
         child = 2 * i + 1
         if child >= count:
             break
-        if child + 1 < count and _before(hs[child + 1], hl[child + 1], hs[child], hl[child]):
+        if child + 1 < count and _before(hs[child + 1], heap[child + 1, 0], hs[child], heap[child, 0]):
             child += 1
-        if not _before(hs[child], hl[child], ls, ll):
+        if not _before(hs[child], heap[child, 0], ls, ll):
             break
-        hs[i], hl[i], hz[i] = hs[child], hl[child], hz[child]
+        hs[i] = hs[child]
+        heap[i, 0], heap[i, 1], heap[i, 2] = heap[child, 0], heap[child, 1], heap[child, 2]
         i = child
-    hs[i], hl[i], hz[i] = ls, ll, lz
-    return s, left, size, count
+    hs[i] = ls
+    heap[i, 0], heap[i, 1], heap[i, 2] = ll, lz, ln
+    return left, size, node, count
 
 
 @njit(**_JIT)
-def _offer(state, check, label, eow, scores, data, begin, length, left, right, hs, hl, hz, count):
-    if left < 0 or right < 0:
+def _offer(state, check, label, eow, scores, data, begin, length, node, left, right, heap, hs, count):
+    """Push (left, right) when their concatenation is a piece: walk on from left's trie node."""
+    if left < 0 or right < 0 or node[left] < 0:
         return count
-    total = length[left] + length[right]
-    pid = _piece_id(state, check, label, eow, data, begin + left, begin + left + total)
+    pair_node = _walk(state, check, label, node[left], data, begin + right, begin + right + length[right])
+    if pair_node <= 0:
+        return count
+    pid = trie_value(state, check, label, eow, pair_node)
     if pid < 0:
         return count
-    return _push(hs, hl, hz, count, scores[pid], left, total)
+    return _push(heap, hs, count, scores[pid], left, length[left] + length[right], pair_node)
 
 
 @njit(**_JIT)
-def merge_symbols(data, begin, end, state, check, label, eow, scores, length, nxt):
-    """Merge the pre-token data[begin:end) into symbols: length[p] > 0 at each symbol start."""
+def merge_symbols(data, begin, end, state, check, label, eow, scores, length, nxt, node):
+    """Merge the pre-token data[begin:end) into symbols: length[p] > 0 at each symbol start and
+    node[p] its trie node (-1 when it is not a path of the trie)."""
     n = end - begin
     prev = np.empty(n, np.int32)
     p = 0
@@ -82,48 +97,48 @@ def merge_symbols(data, begin, end, state, check, label, eow, scores, length, nx
         width = max(width, 1)
         length[p:p + width] = 0
         length[p] = width
+        node[p] = _walk(state, check, label, 0, data, begin + p, begin + p + width)
         prev[p] = last
         nxt[p] = -1
         if last >= 0:
             nxt[last] = p
         last = p
         p += width
+    heap = np.empty((3 * n, 3), np.int32)
     hs = np.empty(3 * n, np.float32)
-    hl = np.empty(3 * n, np.int32)
-    hz = np.empty(3 * n, np.int32)
     count = 0
     p = 0
     while p < n and nxt[p] >= 0:
-        count = _offer(state, check, label, eow, scores, data, begin, length, p, nxt[p], hs, hl, hz, count)
+        count = _offer(state, check, label, eow, scores, data, begin, length, node, p, nxt[p], heap, hs, count)
         p = nxt[p]
     while count > 0:
-        _, left, size, count = _pop(hs, hl, hz, count)
+        left, size, pair_node, count = _pop(heap, hs, count)
         right = nxt[left]
         if length[left] == 0 or right < 0 or length[left] + length[right] != size:
             continue  # stale: one side was merged away or grew since the pair was offered
         length[left] = size
+        node[left] = pair_node
         length[right] = 0
         nxt[left] = nxt[right]
         if nxt[right] >= 0:
             prev[nxt[right]] = left
-        count = _offer(state, check, label, eow, scores, data, begin, length, prev[left], left, hs, hl, hz, count)
-        count = _offer(state, check, label, eow, scores, data, begin, length, left, nxt[left], hs, hl, hz, count)
+        count = _offer(state, check, label, eow, scores, data, begin, length, node, prev[left], left, heap, hs, count)
+        count = _offer(state, check, label, eow, scores, data, begin, length, node, left, nxt[left], heap, hs, count)
 
 
 @njit(parallel=True, **_JIT)
-def _merge_all(data, token_starts, token_ends, state, check, label, eow, scores, byte_ids, length, nxt):
+def _merge_all(data, token_starts, token_ends, state, check, label, eow, scores, byte_ids, length, nxt, node):
     """Merge every pre-token into the shared symbol arrays (indexed by byte position); count tokens."""
     counts = np.zeros(token_starts.size, np.int64)
     for t in prange(token_starts.size):
         begin, end = token_starts[t], token_ends[t]
-        sym_len, sym_next = length[begin:end], nxt[begin:end]
-        merge_symbols(data, begin, end, state, check, label, eow, scores, sym_len, sym_next)
+        sym_len, sym_next, sym_node = length[begin:end], nxt[begin:end], node[begin:end]
+        merge_symbols(data, begin, end, state, check, label, eow, scores, sym_len, sym_next, sym_node)
         tokens = 0
         prev_unk = False
         p = 0
         while p < end - begin:
-            at = begin + p
-            known = _piece_id(state, check, label, eow, data, at, at + sym_len[p]) >= 0
+            known = _node_id(state, check, label, eow, sym_node[p]) >= 0
             if known:
                 tokens += 1
             elif byte_ids[0] >= 0:
@@ -137,8 +152,8 @@ def _merge_all(data, token_starts, token_ends, state, check, label, eow, scores,
 
 
 @njit(parallel=True, **_JIT)
-def _emit_all(data, token_starts, token_ends, state, check, label, eow, byte_ids, unk_id, length, nxt, offsets, ids,
-              starts, ends):
+def _emit_all(data, token_starts, token_ends, state, check, label, eow, byte_ids, unk_id, length, nxt, node, offsets,
+              ids, starts, ends):
     for t in prange(token_starts.size):
         begin, end = token_starts[t], token_ends[t]
         out = offsets[t]
@@ -147,7 +162,7 @@ def _emit_all(data, token_starts, token_ends, state, check, label, eow, byte_ids
         while p < end - begin:
             at = begin + p
             size = length[at]
-            pid = _piece_id(state, check, label, eow, data, at, at + size)
+            pid = _node_id(state, check, label, eow, node[at])
             unk = pid < 0 and byte_ids[0] < 0
             if unk and prev_unk:
                 ends[out - 1] = at + size
@@ -170,11 +185,12 @@ def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores,
     """Ids (int32) of every pre-token, each id's byte span in ``data``, and per-pre-token offsets."""
     length = np.empty(data.size, np.int32)
     nxt = np.empty(data.size, np.int32)
-    counts = _merge_all(data, token_starts, token_ends, state, check, label, eow, scores, byte_ids, length, nxt)
+    node = np.empty(data.size, np.int32)
+    counts = _merge_all(data, token_starts, token_ends, state, check, label, eow, scores, byte_ids, length, nxt, node)
     offsets = np.zeros(token_starts.size + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
     total = int(offsets[-1])
     ids, starts, ends = np.empty(total, np.int32), np.empty(total, np.int64), np.empty(total, np.int64)
-    _emit_all(data, token_starts, token_ends, state, check, label, eow, byte_ids, np.int32(unk_id), length, nxt,
+    _emit_all(data, token_starts, token_ends, state, check, label, eow, byte_ids, np.int32(unk_id), length, nxt, node,
               offsets, ids, starts, ends)
     return ids, starts, ends, offsets
