@@ -1,0 +1,147 @@
+"""Numba twin of ``cuda/normalize.cu``: SentencePiece normalization, one string per parallel task.
+
+Each string is walked left to right once to count its output and once to write it (then its
+trailing space symbols are trimmed and the rows are packed). The rules are in
+:mod:`gpu_text.tokenizer.normalizer`.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from cpu_fallback.utf8 import sequence_at
+from gpu_text.trie.double_array import walk_prefixes
+
+_JIT = dict(cache=True, nogil=True)
+_SPACE = 0x20
+_REPLACEMENT = np.frombuffer("\ufffd".encode(), np.uint8).copy()
+
+
+_FROM_TARGETS, _FROM_DATA, _FROM_REPLACEMENT = 0, 1, 2
+
+
+@njit(inline="always", **_JIT)
+def _step(state, check, label, eow, target_offsets, data, i, end):
+    """The step at data[i]: (bytes consumed, where its output is, output start, output end)."""
+    none = np.zeros(0, np.int64)
+    _, stop, value = walk_prefixes(state, check, label, eow, data, i, end, none, none, 0, False)
+    if value >= 0:
+        return stop - i, _FROM_TARGETS, target_offsets[value], target_offsets[value + 1]
+    length, _ = sequence_at(data, i, end)
+    if length > 0:
+        return length, _FROM_DATA, i, i + length
+    return 1, _FROM_REPLACEMENT, 0, 3
+
+
+@njit(inline="always", **_JIT)
+def _byte(source, p, targets, data, replacement):
+    # the buffers may differ in type (read-only input), so they are not returned from _step
+    if source == _FROM_TARGETS:
+        return targets[p]
+    if source == _FROM_DATA:
+        return data[p]
+    return replacement[p]
+
+
+@njit(**_JIT)
+def _row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol, collapse, dummy, replacement,
+         out, align, at, write):
+    """Untrimmed output of one string (written at ``out[at:]`` when ``write``); returns its length."""
+    i = begin
+    if collapse:  # steps that give exactly one space are skipped at the start
+        while i < end:
+            step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end)
+            if b - a != 1 or _byte(src, a, targets, data, replacement) != _SPACE:
+                break
+            i += step
+    if i == end:
+        return 0
+    n = 0
+    if dummy:
+        for k in range(symbol.size):
+            if write:
+                out[at + n] = symbol[k]
+                align[at + n] = 0
+            n += 1
+    prev_space = collapse
+    while i < end:
+        step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end)
+        if prev_space:
+            while a < b and _byte(src, a, targets, data, replacement) == _SPACE:
+                a += 1
+        if a < b:
+            for p in range(a, b):
+                byte = _byte(src, p, targets, data, replacement)
+                if byte == _SPACE:
+                    for k in range(symbol.size):
+                        if write:
+                            out[at + n] = symbol[k]
+                            align[at + n] = i - begin
+                        n += 1
+                else:
+                    if write:
+                        out[at + n] = byte
+                        align[at + n] = i - begin
+                    n += 1
+            prev_space = collapse and _byte(src, b - 1, targets, data, replacement) == _SPACE
+        i += step
+    return n
+
+
+@njit(parallel=True, **_JIT)
+def _rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy, row_offsets,
+          out, align, write):
+    n_rows = offsets.size - 1
+    lengths = np.zeros(n_rows, np.int64)
+    for r in prange(n_rows):
+        at = row_offsets[r]
+        n = _row(state, check, label, eow, targets, target_offsets, data, offsets[r], offsets[r + 1], symbol,
+                 collapse, dummy, _REPLACEMENT, out, align, at, write)
+        if write and collapse:  # strip trailing space symbols
+            m = symbol.size
+            while n >= m:
+                same = True
+                for k in range(m):
+                    if out[at + n - m + k] != symbol[k]:
+                        same = False
+                        break
+                if not same:
+                    break
+                n -= m
+        lengths[r] = n
+    return lengths
+
+
+@njit(parallel=True, **_JIT)
+def _pack(out, align, row_offsets, offsets, lengths, new_offsets, packed, packed_align):
+    for r in prange(lengths.size):
+        src, dst = row_offsets[r], new_offsets[r]
+        for k in range(lengths[r]):
+            packed[dst + k] = out[src + k]
+            packed_align[dst + r + k] = align[src + k]
+        packed_align[new_offsets[r + 1] + r] = offsets[r + 1] - offsets[r]
+
+
+def normalize_text(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np.ndarray, targets: np.ndarray,
+                   target_offsets: np.ndarray, data: np.ndarray, offsets: np.ndarray, symbol: np.ndarray,
+                   collapse: int, dummy: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Normalized bytes (uint8), their row offsets (int64, n + 1) and the alignment (int64: per
+    string, the original offset of every normalized byte and then the string's original length).
+
+    The trie maps charsmap sources to target numbers; target ``t`` is
+    ``targets[target_offsets[t]:target_offsets[t + 1]]``. ``symbol``: what a space becomes.
+    ``collapse``: remove extra whitespace; ``dummy``: add the dummy prefix."""
+    none8, none64 = np.zeros(0, np.uint8), np.zeros(0, np.int64)
+    row_offsets = np.zeros(offsets.size, np.int64)
+    np.cumsum(_rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy,
+                    row_offsets, none8, none64, False), out=row_offsets[1:])
+    total = int(row_offsets[-1])
+    out, align = np.empty(total, np.uint8), np.empty(total, np.int64)
+    lengths = _rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy,
+                    row_offsets, out, align, True)
+    new_offsets = np.zeros(offsets.size, np.int64)
+    np.cumsum(lengths, out=new_offsets[1:])
+    packed = np.empty(int(new_offsets[-1]), np.uint8)
+    packed_align = np.empty(packed.size + lengths.size, np.int64)
+    _pack(out, align, row_offsets, offsets, lengths, new_offsets, packed, packed_align)
+    return packed, new_offsets, packed_align

@@ -1,0 +1,51 @@
+"""Launch wrappers of ``cuda/normalize.cu``; the Numba twin is in ``cpu_fallback/normalize.py``."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpu_text.backend import KernelRuntime
+from gpu_text.cuda_ops import BLOCK, blocks_for, i64, launch
+from gpu_text.ragged import row_ids
+
+
+def normalize_text(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any, targets: Any,
+                   target_offsets: Any, data: Any, offsets: Any, symbol: Any, collapse: int,
+                   dummy: int) -> tuple[Any, Any, Any]:
+    """Normalized bytes (uint8), their row offsets (int64, n + 1) and the alignment (int64: per
+    string, the original offset of every normalized byte and then the string's original length)."""
+    xp = rt.xp
+    n_rows, n_bytes = offsets.size - 1, data.size
+    flags = (np.int32(bool(collapse)), np.int32(bool(dummy)))
+    steps = xp.empty(n_bytes, xp.int32)
+    sources = xp.empty(n_bytes, xp.int32)
+    launch(rt.function("normalize", "normalize_match"), blocks_for(n_bytes, BLOCK),
+           (state, check, label, eow, np.int32(state.size), data, offsets, i64(n_rows), i64(n_bytes), steps, sources))
+    counts = xp.zeros(n_bytes + n_rows, xp.int64)
+    drops = xp.zeros(n_bytes, xp.int32)
+    step_args = (steps, sources, targets, target_offsets, data, offsets, i64(n_rows))
+    launch(rt.function("normalize", "normalize_walk"), blocks_for(n_rows, BLOCK),
+           (*step_args, np.int32(symbol.size), *flags, counts, drops))
+    slot_offsets = xp.zeros(counts.size + 1, xp.int64)
+    xp.cumsum(counts, out=slot_offsets[1:])
+    total = int(slot_offsets[-1])
+    out = xp.empty(total, xp.uint8)
+    align = xp.empty(total, xp.int64)
+    launch(rt.function("normalize", "normalize_write"), blocks_for(n_bytes, BLOCK),
+           (*step_args, i64(n_bytes), symbol, np.int32(symbol.size), counts, slot_offsets, drops, out, align))
+    lengths = xp.empty(n_rows, xp.int64)
+    launch(rt.function("normalize", "normalize_trim"), blocks_for(n_rows, BLOCK),
+           (out, slot_offsets, offsets, i64(n_rows), symbol, np.int32(symbol.size), flags[0], lengths))
+    # Pack the trimmed rows, and give every row of the alignment its end entry (the original length).
+    rows = xp.arange(n_rows + 1, dtype=xp.int64)
+    row_starts = slot_offsets[offsets + rows]
+    row_of = row_ids(row_starts)
+    keep = (xp.arange(total, dtype=xp.int64) - row_starts[row_of]) < lengths[row_of]
+    new_offsets = xp.zeros(n_rows + 1, xp.int64)
+    xp.cumsum(lengths, out=new_offsets[1:])
+    kept = int(new_offsets[-1])
+    alignment = xp.empty(kept + n_rows, xp.int64)
+    alignment[xp.arange(kept, dtype=xp.int64) + row_of[keep]] = align[keep]
+    alignment[new_offsets[1:] + rows[:-1]] = offsets[1:] - offsets[:-1]
+    return out[keep], new_offsets, alignment
