@@ -1,0 +1,239 @@
+"""Observation features of a pattern set: learned once (``FeatureSpace.fit``), then every batch of
+sentences is encoded to ragged per-token feature ids, entirely with array operations.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import numpy as np
+
+from gpu_text.crf.patterns import Pattern, Vocabulary, combine_keys, extract_parts, flatten, namespace_ids
+from gpu_text.ragged import row_ids
+
+# Occurrences per gradient chunk: frequent features (the transition observation occurs at every
+# token) are split so that no single thread or block sums millions of tokens.
+CHUNK = 512
+
+
+@dataclass
+class Encoded:
+    """A batch of sequences as flat arrays (numpy or cupy): token ``t`` of the batch has unigram
+    observations ``u_ids[u_offsets[t]:u_offsets[t + 1]]`` and bigram ones likewise; ``labels`` is
+    int32 (empty when unknown)."""
+
+    seq_offsets: Any
+    u_offsets: Any
+    u_ids: Any
+    b_offsets: Any
+    b_ids: Any
+    labels: Any
+
+    @property
+    def n_tokens(self) -> int:
+        """Number of tokens.
+
+        >>> _tiny().n_tokens
+        3
+        """
+        return int(self.u_offsets.size - 1)
+
+    def to(self, xp: Any) -> "Encoded":
+        """The same batch on ``xp``'s device.
+
+        >>> _tiny().to(np).u_ids.tolist()
+        [0, 1, 0]
+        """
+        moved = {f.name: xp.asarray(getattr(self, f.name) if xp is not np or not hasattr(getattr(self, f.name), "get")
+                                    else getattr(self, f.name).get()) for f in fields(self)}
+        return Encoded(**moved)
+
+    def subset(self, sequences: np.ndarray) -> "Encoded":
+        """The sequences ``sequences`` (host arrays), in that order.
+
+        >>> _tiny().subset(np.array([1])).u_ids.tolist()
+        [0]
+        """
+        seq_offsets = np.asarray(self.seq_offsets)
+        lengths = seq_offsets[sequences + 1] - seq_offsets[sequences]
+        new_offsets = np.zeros(sequences.size + 1, np.int64)
+        np.cumsum(lengths, out=new_offsets[1:])
+        tokens = np.repeat(seq_offsets[sequences] - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
+        out = replace(self, seq_offsets=new_offsets, labels=self.labels[tokens] if self.labels.size else self.labels)
+        for name in ("u", "b"):
+            offsets, ids = getattr(self, f"{name}_offsets"), getattr(self, f"{name}_ids")
+            counts = offsets[tokens + 1] - offsets[tokens]
+            sub_offsets = np.zeros(tokens.size + 1, np.int64)
+            np.cumsum(counts, out=sub_offsets[1:])
+            entries = np.repeat(offsets[tokens] - sub_offsets[:-1], counts) + np.arange(sub_offsets[-1])
+            setattr(out, f"{name}_offsets", sub_offsets)
+            setattr(out, f"{name}_ids", ids[entries])
+        return out
+
+
+def _tiny() -> Encoded:
+    one = np.arange(4, dtype=np.int64)
+    return Encoded(np.array([0, 2, 3]), one, np.array([0, 1, 0]), np.array([0, 0, 1, 1]), np.array([0]),
+                   np.array([0, 1, 0], np.int32))
+
+
+def occurrences(ids: Any, offsets: Any, n_features: int, chunk: int = CHUNK) -> tuple[Any, Any, Any]:
+    """The transposed, chunked layout the gradient kernels reduce over: tokens of each feature's
+    occurrences (by feature, then token), chunk boundaries (no chunk spans two features nor has
+    more than ``chunk`` occurrences) and each feature's chunks.
+
+    >>> occ, chunks, per_feature = occurrences(np.array([1, 0, 1, 1]), np.array([0, 2, 3, 4]), 3, chunk=2)
+    >>> occ.tolist(), chunks.tolist(), per_feature.tolist()
+    ([0, 0, 1, 2], [0, 1, 3, 4], [0, 1, 3, 3])
+    """
+    xp = np if isinstance(ids, np.ndarray) else __import__("cupy")
+    tokens = row_ids(offsets)
+    order = xp.argsort(ids, kind="stable")
+    occ = tokens[order]
+    counts = xp.bincount(ids, minlength=n_features) if ids.size else xp.zeros(n_features, xp.int64)
+    feature_starts = xp.zeros(n_features + 1, xp.int64)
+    xp.cumsum(counts, out=feature_starts[1:])
+    feature_chunks = xp.zeros(n_features + 1, xp.int64)
+    xp.cumsum(-(-counts // chunk), out=feature_chunks[1:])
+    chunk_feature = row_ids(feature_chunks)
+    chunk_offsets = xp.empty(int(feature_chunks[-1]) + 1, xp.int64)
+    chunk_offsets[:-1] = feature_starts[chunk_feature] + (xp.arange(chunk_feature.size) - feature_chunks[chunk_feature]) * chunk
+    chunk_offsets[-1] = ids.size
+    return occ, chunk_offsets, feature_chunks
+
+
+class FeatureSpace:
+    """The observations of ``patterns`` seen in training: unigram and bigram keys (sorted int64)
+    with, for each, its namespace and command-output ids (``parts``) for the model file.
+
+    >>> from gpu_text.crf.patterns import parse_patterns
+    >>> space = FeatureSpace(parse_patterns("u%x[0,0]\\nb")).fit([[("a",), ("b",)], [("a",)]])
+    >>> space.n_unigram, space.n_bigram, space.encode([[("b",), ("z",)]]).u_ids.tolist()
+    (2, 1, [1])
+    """
+
+    def __init__(self, patterns: Sequence[Pattern]) -> None:
+        self.patterns = list(patterns)
+        self.values = Vocabulary()
+        self.namespaces = namespace_ids(self.patterns)
+        self.n_namespaces = int(self.namespaces.max()) + 1 if self.patterns else 0
+        self.n_values = 0
+        self.unigram_keys = np.zeros(0, np.int64)
+        self.bigram_keys = np.zeros(0, np.int64)
+        self.unigram_parts = np.zeros((0, 1 + self._width()), np.int64)
+        self.bigram_parts = np.zeros((0, 1 + self._width()), np.int64)
+
+    @property
+    def n_unigram(self) -> int:
+        """Number of unigram observations (see the class example)."""
+        return int(self.unigram_keys.size)
+
+    @property
+    def n_bigram(self) -> int:
+        """Number of bigram observations (see the class example)."""
+        return int(self.bigram_keys.size)
+
+    def _key_matrices(self, sentences: Sequence[Sequence], grow: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                                  list[np.ndarray]]:
+        columns, offsets = flatten(sentences)
+        parts = extract_parts(self.patterns, columns, offsets, self.values, grow)
+        if grow:
+            self.n_values = len(self.values)
+        n = int(offsets[-1])
+        keys = [combine_keys(int(ns), p, self.n_values, self.n_namespaces) if p.shape[1] else
+                np.full(n, int(ns), np.int64) for ns, p in zip(self.namespaces, parts)]
+        first = offsets[:-1][np.diff(offsets) > 0]
+        def stack(kinds: str) -> np.ndarray:
+            chosen = [k for k, p in zip(keys, self.patterns) if p.kind in kinds]
+            return np.stack(chosen, axis=1) if chosen else np.zeros((n, 0), np.int64)
+
+        unigram, bigram = stack("u*"), stack("b*")
+        bigram[first] = -1  # no transition into the first token (Wapiti: bigrams at t = 0 ignored)
+        return offsets, unigram, bigram, parts
+
+    def fit(self, sentences: Sequence[Sequence]) -> "FeatureSpace":
+        """Learn the observations of ``sentences`` (see the class example)."""
+        offsets, unigram, bigram, parts = self._key_matrices(sentences, grow=True)
+        for kind, matrix in (("u", unigram), ("b", bigram)):
+            chosen = [i for i, p in enumerate(self.patterns) if p.kind in (kind + "*")]
+            flat = matrix.ravel()
+            keys, first = np.unique(flat, return_index=True)
+            keep = keys >= 0
+            keys, first = keys[keep], first[keep]
+            tokens, columns = np.divmod(first, max(matrix.shape[1], 1))
+            table = np.full((keys.size, 1 + self._width()), -1, np.int64)
+            for column, pattern_index in enumerate(chosen):
+                rows = columns == column
+                table[rows, 0] = self.namespaces[pattern_index]
+                table[rows, 1:1 + parts[pattern_index].shape[1]] = parts[pattern_index][tokens[rows]]
+            setattr(self, f"{'unigram' if kind == 'u' else 'bigram'}_keys", keys)
+            setattr(self, f"{'unigram' if kind == 'u' else 'bigram'}_parts", table)
+        return self
+
+    def _width(self) -> int:
+        return max((len(p.commands) for p in self.patterns), default=0)
+
+    def set_features(self, unigram_parts: np.ndarray, bigram_parts: np.ndarray) -> None:
+        """Install observations read from a model file: rows of (namespace, value ids…, -1 padding);
+        their keys are recomputed from the parts.
+
+        >>> from gpu_text.crf.patterns import parse_patterns
+        >>> s = FeatureSpace(parse_patterns("u%x[0,0]")); s.values.add("a"); s.n_values = 1
+        0
+        >>> s.set_features(np.array([[0, 0]]), np.zeros((0, 2), np.int64)); s.unigram_keys.tolist()
+        [0]
+        """
+        for name, parts in (("unigram", unigram_parts), ("bigram", bigram_parts)):
+            keys = self.keys_of(parts)
+            order = np.argsort(keys, kind="stable")
+            if keys.size and (np.diff(keys[order]) == 0).any():
+                raise ValueError(f"duplicate {name} observations in the model")
+            setattr(self, f"{name}_keys", keys[order])
+            setattr(self, f"{name}_parts", parts[order])
+
+    def keys_of(self, parts: np.ndarray) -> np.ndarray:
+        """Keys of parts rows (namespace, value ids…, -1 padding), vectorised per namespace.
+
+        >>> from gpu_text.crf.patterns import parse_patterns
+        >>> s = FeatureSpace(parse_patterns("u%x[0,0]\\nb")); s.n_values = 3
+        >>> s.keys_of(np.array([[0, 2], [1, -1]])).tolist()
+        [2, 1]
+        """
+        keys = np.empty(parts.shape[0], np.int64)
+        widths = {int(ns): len(p.commands) for ns, p in zip(self.namespaces, self.patterns)}
+        for ns, width in widths.items():
+            rows = parts[:, 0] == ns
+            keys[rows] = combine_keys(ns, parts[rows, 1:1 + width], self.n_values, self.n_namespaces)
+        return keys
+
+    def observation(self, part: Sequence[int]) -> str:
+        """The Wapiti observation string of a feature's parts.
+
+        >>> from gpu_text.crf.patterns import parse_patterns
+        >>> s = FeatureSpace(parse_patterns("U1:%x[0,0]/%x[1,0]")).fit([[("a",), ("b",)]])
+        >>> [s.observation(p) for p in s.unigram_parts]
+        ['U1:a/b', 'U1:b/_x+1']
+        """
+        literals = next(p.literals for p, ns in zip(self.patterns, self.namespaces) if ns == part[0])
+        out = [literals[0]]
+        for value, literal in zip(list(part)[1:], literals[1:]):
+            out += [self.values.strings[value], literal]
+        return "".join(out)
+
+    def encode(self, sentences: Sequence[Sequence], labels: np.ndarray | None = None) -> Encoded:
+        """Ragged per-token feature ids of ``sentences``; observations not in the space are dropped."""
+        offsets, unigram, bigram, _ = self._key_matrices(sentences, grow=False)
+        out = {}
+        for name, matrix, known in (("u", unigram, self.unigram_keys), ("b", bigram, self.bigram_keys)):
+            if known.size:
+                position = np.minimum(np.searchsorted(known, matrix), known.size - 1)
+                ids = np.where((matrix >= 0) & (known[position] == matrix), position, -1)
+            else:
+                ids = np.full(matrix.shape, -1, np.int64)
+            mask = ids >= 0
+            row_offsets = np.zeros(matrix.shape[0] + 1, np.int64)
+            np.cumsum(mask.sum(axis=1), out=row_offsets[1:])
+            out[f"{name}_offsets"], out[f"{name}_ids"] = row_offsets, ids[mask].astype(np.int64)
+        return Encoded(offsets, out["u_offsets"], out["u_ids"], out["b_offsets"], out["b_ids"],
+                       np.zeros(0, np.int32) if labels is None else labels.astype(np.int32))

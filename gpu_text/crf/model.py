@@ -1,0 +1,365 @@
+"""The linear-chain CRF estimator (scikit-learn-like) and its text model file.
+
+Model file (UTF-8 text, no pickle), one item per line, strings escaped (``\\\\``, ``\\t``,
+``\\n``, ``\\r``)::
+
+    gpu_text-crf 1
+    labels <Y>              then Y lines: the labels, in weight order
+    patterns <P>            then P lines: the pattern lines
+    values <D>              then D lines: command outputs, by id (observations refer to them)
+    unigram <F>             then F lines: <observation>\\t<namespace> <value ids…>\\t<Y weights>
+    bigram <G>              then G lines: <observation>\\t<namespace> <value ids…>\\t<Y·Y weights, row = previous label>
+
+Only observations with a non-zero weight are written (the model's active features); the
+observation string is for people (Wapiti's key) and is ignored on loading.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from gpu_text.backend import Backend, get_backend
+from gpu_text.crf.data import bmes_to_words
+from gpu_text.crf.features import Encoded, FeatureSpace, occurrences
+from gpu_text.crf.optimize import Step, minimize, sgd_l1
+from gpu_text.crf.patterns import parse_patterns
+
+# Wapic's Chinese word segmentation template (the seed's 10 unigram patterns and the transitions).
+CHINESE_SEGMENTATION_PATTERN = """\
+U00:%x[-2,0]
+U01:%x[-1,0]
+U02:%x[0,0]
+U03:%x[1,0]
+U04:%x[2,0]
+U05:%x[-1,0]/%x[0,0]
+U06:%x[0,0]/%x[1,0]
+U07:%x[-2,0]/%x[-1,0]
+U08:%x[1,0]/%x[2,0]
+U09:%x[-1,0]/%x[1,0]
+B
+"""
+
+FORMAT = "gpu_text-crf 1"
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _unescape(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "\\" and i + 1 < len(text):
+            out.append({"t": "\t", "n": "\n", "r": "\r"}.get(text[i + 1], text[i + 1]))
+            i += 2
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def _host(array: Any) -> np.ndarray:
+    return array.get() if hasattr(array, "get") else np.asarray(array)
+
+
+class CRF:
+    """A linear-chain CRF over Wapiti patterns, trained with L-BFGS (``rho1 == 0``), OWL-QN
+    (``rho1 > 0``) or mini-batch SGD-L1 (``algorithm="sgd-l1"``).
+
+    ``X`` is a list of sentences, each a list of tokens (a string, or a tuple of column strings);
+    ``y`` a list of label lists.
+
+    >>> X = [["a", "b", "a"], ["b", "b"], ["a"]]
+    >>> y = [["A", "B", "A"], ["B", "B"], ["A"]]
+    >>> crf = CRF(pattern="u:%x[0,0]\\nb", rho1=0.0, rho2=0.01, backend="cpu").fit(X, y)
+    >>> crf.predict([["b", "a"]]), crf.score(X, y)
+    ([['B', 'A']], 1.0)
+    >>> round(crf.predict_marginals([["a"]])[0][0]["A"], 2)
+    0.98
+    """
+
+    def __init__(self, pattern: str | None = None, *, algorithm: str = "auto", rho1: float = 0.5,
+                 rho2: float = 1e-4, history: int = 5, max_linesearch: int = 40, max_iterations: int = 100,
+                 epsilon: float = 1e-5, stop_window: int = 5, stop_eps: float = 0.02, batch_size: int = 256,
+                 learning_rate: float = 0.1, seed: int = 0, backend: str | Backend | None = None,
+                 verbose: bool = False) -> None:
+        self.pattern = CHINESE_SEGMENTATION_PATTERN if pattern is None else pattern
+        self.algorithm = algorithm
+        self.rho1 = rho1
+        self.rho2 = rho2
+        self.history = history
+        self.max_linesearch = max_linesearch
+        self.max_iterations = max_iterations
+        self.epsilon = epsilon
+        self.stop_window = stop_window
+        self.stop_eps = stop_eps
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.seed = seed
+        self.backend = backend
+        self.verbose = verbose
+        self.labels_: list[str] = []
+        self.history_: list[dict] = []
+
+    # -- training -------------------------------------------------------------------------------
+
+    def _label_ids(self, y: Sequence[Sequence[str]]) -> np.ndarray:
+        index = {label: i for i, label in enumerate(self.labels_)}
+        flat = [index.get(label, -1) for labels in y for label in labels]
+        if -1 in flat:
+            unknown = next(label for labels in y for label in labels if label not in index)
+            raise ValueError(f"label {unknown!r} was not seen in training")
+        return np.array(flat, np.int32)
+
+    def fit(self, X: Sequence[Sequence], y: Sequence[Sequence[str]], X_dev: Sequence[Sequence] | None = None,
+            y_dev: Sequence[Sequence[str]] | None = None) -> "CRF":
+        """Learn the observations of ``X`` and train the weights; with ``X_dev``/``y_dev`` the
+        per-iteration error rate (and Wapiti's error-window stopping rule) uses them, Viterbi-decoded,
+        else the training data's posterior decoding. See the class example."""
+        if len(X) != len(y) or any(len(a) != len(b) for a, b in zip(X, y)):
+            raise ValueError("X and y must have the same sentences and lengths")
+        backend = get_backend(self.backend)
+        started = time.perf_counter()
+        self.labels_ = sorted({label for labels in y for label in labels})
+        self.space_ = FeatureSpace(parse_patterns(self.pattern)).fit(X)
+        data = self.space_.encode(X, self._label_ids(y))
+        n_labels = len(self.labels_)
+        self.n_unigram_, self.n_bigram_ = self.space_.n_unigram, self.space_.n_bigram
+        self.extract_seconds_ = time.perf_counter() - started
+        dev = self.space_.encode(X_dev, self._label_ids(y_dev)).to(backend.xp) if X_dev is not None else None
+        self.history_ = []
+        algorithm = self.algorithm if self.algorithm != "auto" else ("owl-qn" if self.rho1 > 0 else "l-bfgs")
+        if algorithm not in ("l-bfgs", "owl-qn", "sgd-l1"):
+            raise ValueError(f"algorithm must be 'auto', 'l-bfgs', 'owl-qn' or 'sgd-l1' (got {algorithm!r})")
+        size = self.n_unigram_ * n_labels + self.n_bigram_ * n_labels * n_labels
+        x0 = backend.xp.zeros(size)
+        errors: list[float] = []
+        clock = [time.perf_counter()]
+
+        def progress(step: Step, x: Any) -> bool:
+            self._set_weights(x)
+            if dev is not None:
+                predicted, _ = self._op(backend, "viterbi")(*self._weights(backend), dev.seq_offsets, dev.u_offsets,
+                                                            dev.u_ids, dev.b_offsets, dev.b_ids)
+                error = 100.0 * float((predicted != dev.labels).mean()) if dev.n_tokens else 0.0
+            else:
+                error = last_error[0]
+            now = time.perf_counter()
+            record = {"iteration": step.iteration, "objective": step.objective, "error_percent": error,
+                      "active_features": int((x != 0).sum()), "seconds": now - clock[0],
+                      "evaluations": step.evaluations}
+            clock[0] = now
+            self.history_.append(record)
+            if self.verbose:
+                print(f"  [{record['iteration']:3d}] obj={record['objective']:.6g} err={error:.3f}% "
+                      f"act={record['active_features']} {record['seconds']:.2f}s", file=sys.stderr, flush=True)
+            errors.append(error)
+            window = errors[-self.stop_window:]
+            return self.stop_window > 0 and len(window) == self.stop_window and max(window) - min(window) < self.stop_eps
+
+        last_error = [math.nan]
+        if algorithm == "sgd-l1":
+            x = self._fit_sgd(backend, data, x0, progress)
+        else:
+            train = data.to(backend.xp)
+            tables = self._transposed(train)
+
+            def objective(x: Any) -> tuple[float, Any]:
+                value, gradient, error = self._objective(backend, train, tables, x, 1.0)
+                last_error[0] = error
+                return value, gradient
+
+            x = minimize(objective, x0, rho1=self.rho1 if algorithm == "owl-qn" else 0.0, history=self.history,
+                         max_iterations=self.max_iterations, max_linesearch=self.max_linesearch,
+                         epsilon=self.epsilon, callback=progress)
+        self._set_weights(x)
+        self.train_seconds_ = time.perf_counter() - started
+        return self
+
+    def _transposed(self, data: Encoded) -> tuple:
+        return (occurrences(data.u_ids, data.u_offsets, self.n_unigram_),
+                occurrences(data.b_ids, data.b_offsets, self.n_bigram_))
+
+    def _split(self, x: Any) -> tuple[Any, Any]:
+        n_labels = len(self.labels_)
+        cut = self.n_unigram_ * n_labels
+        return x[:cut].reshape(-1, n_labels), x[cut:].reshape(-1, n_labels, n_labels)
+
+    def _objective(self, backend: Backend, data: Encoded, tables: tuple, x: Any, share: float
+                   ) -> tuple[float, Any, float]:
+        """Σ(logZ − path score) + share·ρ2/2‖x‖², its gradient, and the posterior-decoding error %."""
+        xp = backend.xp
+        unigram, bigram = self._split(x)
+        alpha, omega, marginals, log_z, gold = backend.op("crf", "forward_backward")(
+            unigram, bigram, data.seq_offsets, data.u_offsets, data.u_ids, data.b_offsets, data.b_ids, data.labels)
+        (u_occ, u_chunks, u_features), (b_occ, b_chunks, b_features) = tables
+        grad_u = backend.op("crf", "unigram_gradient")(marginals, data.labels, u_occ, u_chunks, u_features)
+        grad_b = backend.op("crf", "bigram_gradient")(bigram, alpha, omega, data.labels, data.b_offsets, data.b_ids,
+                                                      b_occ, b_chunks, b_features)
+        gradient = xp.concatenate([grad_u.ravel(), grad_b.ravel()]) + (share * self.rho2) * x
+        value = float((log_z - gold).sum()) + 0.5 * share * self.rho2 * float(xp.dot(x, x))
+        error = 100.0 * float((marginals.argmax(axis=1) != data.labels).mean()) if data.n_tokens else 0.0
+        return value, gradient, error
+
+    def _fit_sgd(self, backend: Backend, data: Encoded, x0: Any, progress) -> Any:
+        rng = np.random.default_rng(self.seed)
+        order = rng.permutation(int(data.seq_offsets.size - 1))
+        batches = [data.subset(order[i:i + self.batch_size]).to(backend.xp)
+                   for i in range(0, order.size, self.batch_size)]
+        tables = [self._transposed(b) for b in batches]
+        n_tokens = max(data.n_tokens, 1)
+
+        def batch_gradient(b: int, x: Any) -> Any:
+            share = batches[b].n_tokens / n_tokens
+            _, gradient, _ = self._objective(backend, batches[b], tables[b], x, share)
+            return gradient / max(batches[b].n_tokens, 1)  # per-token step sizes, independent of batch size
+
+        return sgd_l1(batch_gradient, len(batches), x0, rho1=self.rho1 / n_tokens, epochs=self.max_iterations,
+                      learning_rate=self.learning_rate, seed=self.seed, callback=progress)
+
+    def _set_weights(self, x: Any) -> None:
+        unigram, bigram = self._split(_host(x))
+        self.unigram_weights_, self.bigram_weights_ = np.ascontiguousarray(unigram), np.ascontiguousarray(bigram)
+
+    def _weights(self, backend: Backend) -> tuple[Any, Any]:
+        return backend.asarray(self.unigram_weights_), backend.asarray(self.bigram_weights_)
+
+    @staticmethod
+    def _op(backend: Backend, name: str):
+        return backend.op("crf", name)
+
+    # -- inference ------------------------------------------------------------------------------
+
+    def _encode(self, X: Sequence[Sequence], backend: Backend) -> Encoded:
+        if not hasattr(self, "space_"):
+            raise ValueError("this CRF is not fitted; call fit() or CRF.load() first")
+        return self.space_.encode(X).to(backend.xp)
+
+    def _split_rows(self, flat: np.ndarray, X: Sequence[Sequence]) -> list:
+        bounds = np.cumsum([0] + [len(s) for s in X])
+        return [flat[bounds[i]:bounds[i + 1]] for i in range(len(X))]
+
+    def predict(self, X: Sequence[Sequence]) -> list[list[str]]:
+        """The Viterbi label sequence of every sentence (see the class example)."""
+        backend = get_backend(self.backend)
+        data = self._encode(X, backend)
+        labels, _ = self._op(backend, "viterbi")(*self._weights(backend), data.seq_offsets, data.u_offsets,
+                                                 data.u_ids, data.b_offsets, data.b_ids)
+        names = np.array(self.labels_, dtype=object)
+        return [list(row) for row in self._split_rows(names[_host(labels)], X)]
+
+    def predict_marginals(self, X: Sequence[Sequence]) -> list[list[dict[str, float]]]:
+        """p(y_t = label | x) for every token, as ``{label: probability}`` dicts (see the class example)."""
+        backend = get_backend(self.backend)
+        data = self._encode(X, backend)
+        _, _, marginals, _, _ = self._op(backend, "forward_backward")(
+            *self._weights(backend), data.seq_offsets, data.u_offsets, data.u_ids, data.b_offsets, data.b_ids,
+            backend.xp.zeros(0, backend.xp.int32))
+        rows = _host(marginals).tolist()
+        return [[dict(zip(self.labels_, p)) for p in row] for row in self._split_rows(np.array(rows, dtype=object)
+                                                                                        if rows else np.zeros(0), X)]
+
+    def score(self, X: Sequence[Sequence], y: Sequence[Sequence[str]]) -> float:
+        """Token accuracy of :meth:`predict` (see the class example)."""
+        predicted = [label for row in self.predict(X) for label in row]
+        gold = [label for row in y for label in row]
+        return float(np.mean([p == g for p, g in zip(predicted, gold)])) if gold else 1.0
+
+    def segment(self, texts: Sequence[str]) -> list[list[str]]:
+        """Words of each raw text with a BMES-trained model (one character per token; whitespace
+        separates words and is dropped).
+
+        >>> from gpu_text.crf.data import read_segmented_bmes
+        >>> X, y = read_segmented_bmes(["南京 市长", "长江 大桥", "南京 长江"])
+        >>> CRF(rho1=0.0, backend="cpu").fit(X, y).segment(["南京长江 大桥"])
+        [['南京', '长江', '大桥']]
+        """
+        pieces = [t.split() for t in texts]
+        flat = [p for row in pieces for p in row]
+        tags = self.predict([list(p) for p in flat])
+        words = [bmes_to_words(list(p), t) for p, t in zip(flat, tags)]
+        out, k = [], 0
+        for row in pieces:
+            out.append([w for chunk in words[k:k + len(row)] for w in chunk])
+            k += len(row)
+        return out
+
+    # -- model file -----------------------------------------------------------------------------
+
+    def save(self, path: str) -> None:
+        """Write the model as text (format in the module docstring).
+
+        >>> import os, tempfile
+        >>> crf = CRF(pattern="u:%x[0,0]\\nb", rho1=0.0, backend="cpu").fit([["a", "b"]], [["A", "B"]])
+        >>> path = os.path.join(tempfile.mkdtemp(), "m.crf"); crf.save(path)
+        >>> CRF.load(path, backend="cpu").predict([["b", "a"]])
+        [['B', 'A']]
+        """
+        space = self.space_
+        lines = [FORMAT, f"labels {len(self.labels_)}", *map(_escape, self.labels_)]
+        patterns = [p.text for p in space.patterns]
+        lines += [f"patterns {len(patterns)}", *map(_escape, patterns)]
+        lines += [f"values {space.n_values}", *map(_escape, space.values.strings[:space.n_values])]
+        for name, weights, parts in (("unigram", self.unigram_weights_, space.unigram_parts),
+                                     ("bigram", self.bigram_weights_, space.bigram_parts)):
+            flat = weights.reshape(len(parts), -1)
+            active = np.flatnonzero((flat != 0).any(axis=1))
+            lines.append(f"{name} {active.size}")
+            for i in active.tolist():
+                row = [v for v in parts[i].tolist() if v >= 0]
+                lines.append(f"{_escape(space.observation(row))}\t{' '.join(map(str, row))}\t"
+                             + " ".join(repr(float(w)) for w in flat[i]))
+        with open(path, "w", encoding="utf-8") as out:
+            out.write("\n".join(lines) + "\n")
+
+    @classmethod
+    def load(cls, path: str, backend: str | Backend | None = None) -> "CRF":
+        """Read a model written by :meth:`save` (see its example)."""
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().split("\n")
+        if not lines or lines[0] != FORMAT:
+            raise ValueError(f"{path} is not a {FORMAT!r} model file")
+        position = [1]
+
+        def section(name: str) -> list[str]:
+            header = lines[position[0]].split(" ")
+            if header[0] != name or len(header) != 2:
+                raise ValueError(f"{path}: expected section {name!r} at line {position[0] + 1}")
+            count = int(header[1])
+            body = lines[position[0] + 1:position[0] + 1 + count]
+            position[0] += 1 + count
+            return body
+
+        crf = cls(pattern="", backend=backend)
+        crf.labels_ = [_unescape(s) for s in section("labels")]
+        crf.pattern = "\n".join(_unescape(s) for s in section("patterns"))
+        space = FeatureSpace(parse_patterns(crf.pattern))
+        for value in section("values"):
+            space.values.add(_unescape(value))
+        space.n_values = len(space.values)
+        tables = []
+        width = 1 + space._width()
+        for name in ("unigram", "bigram"):
+            rows = [line.split("\t") for line in section(name)]
+            parts = np.full((len(rows), width), -1, np.int64)
+            for i, (_, part, _) in enumerate(rows):
+                values = part.split()
+                parts[i, :len(values)] = [int(v) for v in values]
+            weights = np.array([[float(w) for w in row[2].split()] for row in rows]).reshape(len(rows), -1)
+            tables.append((parts, weights))
+        space.set_features(tables[0][0], tables[1][0])
+        n_labels = len(crf.labels_)
+        for (parts, weights), known, attr, shape in ((tables[0], space.unigram_keys, "unigram_weights_", (n_labels,)),
+                                                     (tables[1], space.bigram_keys, "bigram_weights_",
+                                                      (n_labels, n_labels))):
+            array = np.zeros((len(parts), *shape))
+            array[np.searchsorted(known, space.keys_of(parts))] = weights.reshape(len(parts), *shape)
+            setattr(crf, attr, array)
+        crf.space_ = space
+        crf.n_unigram_, crf.n_bigram_ = space.n_unigram, space.n_bigram
+        return crf

@@ -1,0 +1,98 @@
+"""Slow, obvious references for cuda/crf.cu and cpu_fallback/crf.py: log-space forward-backward
+(logsumexp per step), gradients scattered token by token, Viterbi by dynamic programming."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _logsumexp(v: np.ndarray, axis=None):
+    m = np.max(v, axis=axis, keepdims=True)
+    return (np.log(np.exp(v - m).sum(axis=axis, keepdims=True)) + m).squeeze(axis=axis)
+
+
+def _scores(unigram, bigram, u_offsets, u_ids, b_offsets, b_ids, start, end):
+    """Emissions (n, Y) and transitions (n, Y, Y) of one sequence (row 0 of transitions unused)."""
+    n_labels = unigram.shape[1]
+    emissions = np.array([unigram[u_ids[u_offsets[t]:u_offsets[t + 1]]].sum(axis=0) for t in range(start, end)])
+    transitions = np.zeros((end - start, n_labels, n_labels))
+    for t in range(start + 1, end):
+        transitions[t - start] = bigram[b_ids[b_offsets[t]:b_offsets[t + 1]]].sum(axis=0)
+    return emissions.reshape(end - start, n_labels), transitions
+
+
+def forward_backward(unigram, bigram, seq_offsets, u_offsets, u_ids, b_offsets, b_ids, labels):
+    n, n_labels = u_offsets.size - 1, unigram.shape[1]
+    alpha, omega, marginals = (np.zeros((n, n_labels)) for _ in range(3))
+    log_z, gold = np.zeros(seq_offsets.size - 1), np.zeros(seq_offsets.size - 1)
+    for s in range(seq_offsets.size - 1):
+        start, end = int(seq_offsets[s]), int(seq_offsets[s + 1])
+        if end == start:
+            continue
+        e, trans = _scores(unigram, bigram, u_offsets, u_ids, b_offsets, b_ids, start, end)
+        la = np.zeros_like(e)
+        lb = np.zeros_like(e)
+        la[0] = e[0]
+        for t in range(1, end - start):
+            la[t] = _logsumexp(la[t - 1][:, None] + trans[t], axis=0) + e[t]
+        for t in range(end - start - 2, -1, -1):
+            lb[t] = _logsumexp(trans[t + 1] + (e[t + 1] + lb[t + 1])[None, :], axis=1)
+        log_z[s] = _logsumexp(la[-1])
+        for t in range(end - start):
+            alpha[start + t] = np.exp(la[t] - _logsumexp(la[t]))
+            marginals[start + t] = np.exp(la[t] + lb[t] - log_z[s])
+            previous = _logsumexp(la[t - 1]) if t else 0.0
+            omega[start + t] = np.exp(previous + e[t] + lb[t] - log_z[s])
+        if labels.size:
+            y = labels[start:end]
+            gold[s] = e[np.arange(end - start), y].sum() + sum(trans[t, y[t - 1], y[t]] for t in range(1, end - start))
+    return alpha, omega, marginals, log_z, gold
+
+
+def _token_of_occurrence(occ_tokens, chunk_offsets, feature_chunks):
+    """(feature, token) of every occurrence, from the chunked layout."""
+    for f in range(feature_chunks.size - 1):
+        for c in range(feature_chunks[f], feature_chunks[f + 1]):
+            for o in range(chunk_offsets[c], chunk_offsets[c + 1]):
+                yield f, int(occ_tokens[o])
+
+
+def unigram_gradient(marginals, labels, occ_tokens, chunk_offsets, feature_chunks):
+    out = np.zeros((feature_chunks.size - 1, marginals.shape[1]))
+    for f, t in _token_of_occurrence(occ_tokens, chunk_offsets, feature_chunks):
+        out[f] += marginals[t]
+        out[f, labels[t]] -= 1
+    return out
+
+
+def bigram_gradient(bigram, alpha, omega, labels, b_offsets, b_ids, occ_tokens, chunk_offsets, feature_chunks):
+    n_labels = alpha.shape[1]
+    out = np.zeros((feature_chunks.size - 1, n_labels, n_labels))
+    for f, t in _token_of_occurrence(occ_tokens, chunk_offsets, feature_chunks):
+        trans = bigram[b_ids[b_offsets[t]:b_offsets[t + 1]]].sum(axis=0)
+        out[f] += alpha[t - 1][:, None] * np.exp(trans) * omega[t][None, :]
+        out[f, labels[t - 1], labels[t]] -= 1
+    return out
+
+
+def viterbi(unigram, bigram, seq_offsets, u_offsets, u_ids, b_offsets, b_ids):
+    out = np.zeros(u_offsets.size - 1, np.int32)
+    scores = np.zeros(seq_offsets.size - 1)
+    for s in range(seq_offsets.size - 1):
+        start, end = int(seq_offsets[s]), int(seq_offsets[s + 1])
+        if end == start:
+            continue
+        e, trans = _scores(unigram, bigram, u_offsets, u_ids, b_offsets, b_ids, start, end)
+        delta = e[0].copy()
+        back = []
+        for t in range(1, end - start):
+            candidates = delta[:, None] + trans[t]
+            back.append(np.argmax(candidates, axis=0))  # first maximum: the lowest previous label
+            delta = candidates[back[-1], np.arange(e.shape[1])] + e[t]
+        y = int(np.argmax(delta))
+        scores[s] = delta[y]
+        path = [y]
+        for pointers in reversed(back):
+            y = int(pointers[y])
+            path.append(y)
+        out[start:end] = path[::-1]
+    return out, scores
