@@ -160,7 +160,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 # Modules that add subcommands: each has add_commands(subparsers), called in this order.
-COMMAND_MODULES: list[str] = ["gpu_text.tokenizer.bulk"]
+COMMAND_MODULES: list[str] = ["gpu_text.tokenizer.bulk", "gpu_text.crf.commands", "gpu_text.tokenizer.commands"]
 
 
 def build_parser() -> argparse.ArgumentParser:
