@@ -35,6 +35,23 @@ def _train_models(folder: Path, lines: list[bytes]) -> tuple[str, object]:
     return str(folder / "sp.model"), hf
 
 
+def _one_megabyte_pre_tokens(config: Config) -> list[Measurement]:
+    """A single 1 MB pre-token (Cn none Han run, a run of 'a') must encode in well under a second."""
+    from gpu_text.tokenizer.bpe import BPEModel
+    from gpu_text.tokenizer.pre_tokenizer import PreTokenizer
+
+    model = BPEModel(["<unk>", "a", "aa", "aaaa", "你", "你你"], [0.0, -1.0, -2.0, -3.0, -1.0, -2.0], [2, 1, 1, 1, 1, 1])
+    pre = PreTokenizer()
+    rows = []
+    numba.set_num_threads(1)
+    for name, text in (("'a' * 2**20", "a" * (1 << 20)), ("'你' * 2**18 (Han run)", "你" * (1 << 18))):
+        rows.append(Measurement("tokenize", f"one 1 MB pre-token: {name}", "gpu_text[cpu] pre-tokenize + BPE", 1,
+                                measure(lambda: (pre.pre_tokenize([text], "cpu"), model.encode_strings([text])),
+                                        config.repeat), len(text.encode()), notes="target: well under 1 s"))
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    return rows
+
+
 def run(config: Config) -> list[Measurement]:
     import sentencepiece as spm
 
@@ -72,6 +89,7 @@ def run(config: Config) -> list[Measurement]:
                                         measure(lambda: ours.encode(on_device, gpu), config.repeat,
                                                 cupy.cuda.get_current_stream().synchronize), batch.nbytes,
                                         peer=PEER, notes="text and ids on the GPU"))
+    rows += _one_megabyte_pre_tokens(config)
     for m in rows:  # compare each thread count with sentencepiece at the same count
         if m.peer == PEER:
             m.peer = f"{PEER}@{m.threads}" if m.threads != "GPU" else f"{PEER}@{numba.config.NUMBA_NUM_THREADS}"

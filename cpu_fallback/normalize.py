@@ -21,9 +21,9 @@ _FROM_TARGETS, _FROM_DATA, _FROM_REPLACEMENT = 0, 1, 2
 
 
 @njit(inline="always", **_JIT)
-def _step(state, check, label, eow, target_offsets, data, i, end):
-    """The step at data[i]: (bytes consumed, where its output is, output start, output end)."""
-    none = np.zeros(0, np.int64)
+def _step(state, check, label, eow, target_offsets, data, i, end, none):
+    """The step at data[i]: (bytes consumed, where its output is, output start, output end).
+    ``none``: an empty array for walk_prefixes' unused outputs (allocated once per string, not per step)."""
     _, stop, value = walk_prefixes(state, check, label, eow, data, i, end, none, none, 0, False)
     if value >= 0:
         return stop - i, _FROM_TARGETS, target_offsets[value], target_offsets[value + 1]
@@ -47,10 +47,11 @@ def _byte(source, p, targets, data, replacement):
 def _row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol, collapse, dummy, replacement,
          out, align, at, write):
     """Untrimmed output of one string (written at ``out[at:]`` when ``write``); returns its length."""
+    none = np.zeros(0, np.int64)
     i = begin
     if collapse:  # steps that give exactly one space are skipped at the start
         while i < end:
-            step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end)
+            step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end, none)
             if b - a != 1 or _byte(src, a, targets, data, replacement) != _SPACE:
                 break
             i += step
@@ -65,7 +66,7 @@ def _row(state, check, label, eow, targets, target_offsets, data, begin, end, sy
             n += 1
     prev_space = collapse
     while i < end:
-        step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end)
+        step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end, none)
         if prev_space:
             while a < b and _byte(src, a, targets, data, replacement) == _SPACE:
                 a += 1

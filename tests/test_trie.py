@@ -1,7 +1,6 @@
 """DoubleArrayTrie: building, single-string queries, files, and the Numba helpers, against Python dicts."""
 from __future__ import annotations
 
-import time
 import zipfile
 from pathlib import Path
 
@@ -221,11 +220,7 @@ def jieba_words() -> list[str]:
 
 def test_jieba_dictionary():
     words = jieba_words()
-    DoubleArrayTrie.build(words[:10])  # compile outside the timing
-    started = time.perf_counter()
-    t = DoubleArrayTrie.build(words)
-    seconds = time.perf_counter() - started
-    assert seconds < 5, f"building jieba's dictionary took {seconds:.1f} s"  # ~0.4 s alone; loose for busy CI
+    t = DoubleArrayTrie.build(words)  # its build time is measured in benchmarks/segment.py
     assert len(t) == len(words) == 349_045
     rng = np.random.default_rng(0)
     for i in rng.integers(0, len(words), 2000).tolist() + [0, len(words) - 1]:

@@ -1,0 +1,313 @@
+"""The pre-tokenizer: cuts normalized text into pre-tokens that BPE never merges across.
+
+It runs after the Normalizer, so spaces are already the space symbol ``▁`` (U+2581). Three axes,
+as in the seed's PieceTokenizer, plus a SentencePiece-compatible whitespace split:
+
+- ``split="word"``: ``[^AHN]?A+ | H+ | N+ | S?[^AHNS]+ | S``; ``split="isolate"``:
+  ``A+('A+)* | H+ | N+ | [^AHN]``; ``split="whitespace"``: ``S[^S]* | [^S]+`` (a pre-token starts
+  at every ``▁`` and nowhere else). A, H, N are the seed's letter, Han and digit classes
+  (:class:`gpu_text.utf8.CharClass`), S is the space symbol; tab and newline are punctuation.
+- ``digits="split"`` turns a digit run into single characters.
+- ``cn=None`` keeps Han runs whole, ``"char"`` cuts them per character, a dictionary (path or
+  :class:`gpu_text.segment.Dictionary`) cuts them with DictCut's :class:`~gpu_text.segment.Segmenter`.
+
+Matching is leftmost-longest. The patterns are compiled once, here, into a DFA over six symbols
+(other, S, N, A, H, apostrophe); the kernels (``cuda/pretokenize.cu`` and its Numba twin) run it.
+From the DFA also comes the table of symbol pairs no match can span: a pre-token must start
+between such a pair whatever precedes it, so the kernels cut every string there first and scan
+the pieces in parallel (see ``cuda/pretokenize.cu``).
+
+The seed's dictionary cutter runs a forward Viterbi keeping the first candidate on ties; DictCut's
+Segmenter (used here) runs it backward keeping the shortest word on ties, and leaves out the
+one-character fallback edge where a dictionary word covers the same character (whose weight is
+never lower). The two agree except on exactly tied paths.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpu_text.backend import Backend, get_backend
+from gpu_text.batch import TextBatch, as_text_batch
+from gpu_text.ragged import RaggedArray, row_ids
+from gpu_text.segment import Dictionary, Segmenter
+
+SPLIT_MODES = ("word", "isolate", "whitespace")
+DIGIT_MODES = ("keep", "split")
+SPACE_SYMBOL = "\u2581"
+
+# DFA input symbols; OTHER, DIGIT, ALPHA and HAN keep gpu_text.utf8.CharClass's numbers, SPACE is
+# the space symbol (class SPACE characters such as tab count as OTHER). Keep in sync with
+# PT_* in cuda/pretokenize.cu and cpu_fallback/pretokenize.py.
+OTHER, SPACE, DIGIT, ALPHA, HAN, APOSTROPHE = range(6)
+N_SYMBOLS = 6
+DEAD = 0  # state 0 rejects everything; the scan stops there
+START = 1
+
+
+# --- a tiny regular-expression compiler over symbol sets (Thompson NFA, then subsets) ---------
+
+def _sym(*symbols: int) -> tuple:
+    return ("set", frozenset(symbols))
+
+
+def _not(*symbols: int) -> tuple:
+    return ("set", frozenset(range(N_SYMBOLS)) - frozenset(symbols))
+
+
+def _seq(*nodes: tuple) -> tuple:
+    return ("seq", nodes)
+
+
+def _alt(*nodes: tuple) -> tuple:
+    return ("alt", nodes)
+
+
+def _star(node: tuple) -> tuple:
+    return ("star", node)
+
+
+def _opt(node: tuple) -> tuple:
+    return ("alt", (node, ("seq", ())))
+
+
+def _plus(node: tuple) -> tuple:
+    return _seq(node, _star(node))
+
+
+def _pattern(split: str, digits: str, han_per_char: bool) -> tuple:
+    letters, han, digit, space = _sym(ALPHA), _sym(HAN), _sym(DIGIT), _sym(SPACE)
+    han_run = han if han_per_char else _plus(han)
+    digit_run = digit if digits == "split" else _plus(digit)
+    if split == "word":
+        return _alt(_seq(_opt(_not(ALPHA, HAN, DIGIT)), _plus(letters)), han_run, digit_run,
+                    _seq(_opt(space), _plus(_not(ALPHA, HAN, DIGIT, SPACE))), space)
+    if split == "isolate":
+        return _alt(_seq(_plus(letters), _star(_seq(_sym(APOSTROPHE), _plus(letters)))), han_run, digit_run,
+                    _not(ALPHA, HAN, DIGIT))
+    if digits == "split":  # SentencePiece's split_digits: no piece mixes a digit with anything
+        return _alt(_seq(_opt(space), _plus(_not(SPACE, DIGIT))), space, digit)
+    return _alt(_seq(space, _star(_not(SPACE))), _plus(_not(SPACE)))
+
+
+def _nfa(pattern: tuple) -> tuple[list[list[int]], list[list[tuple[frozenset, int]]], int]:
+    """Thompson construction: (epsilon edges, symbol-set edges, accepting state); start is 0."""
+    eps: list[list[int]] = []
+    moves: list[list[tuple[frozenset, int]]] = []
+
+    def new() -> int:
+        eps.append([])
+        moves.append([])
+        return len(eps) - 1
+
+    def build(node: tuple, a: int, b: int) -> None:
+        kind, arg = node
+        if kind == "set":
+            moves[a].append((arg, b))
+        elif kind == "alt":
+            for child in arg:
+                build(child, a, b)
+        elif kind == "seq":
+            for child in arg:
+                mid = new()
+                build(child, a, mid)
+                a = mid
+            eps[a].append(b)
+        else:  # star: a loop state, entered and left by epsilon edges
+            loop = new()
+            eps[a].append(loop)
+            eps[loop].append(b)
+            build(arg, loop, loop)
+
+    start, accept = new(), new()
+    build(pattern, start, accept)
+    return eps, moves, accept
+
+
+@dataclass(frozen=True)
+class PreTokenDFA:
+    """The compiled split of one configuration: what the ``pretokenize`` kernels run.
+
+    ``table[state, symbol]`` is the next state (``DEAD`` = 0 stops the scan, ``START`` = 1 begins
+    it), ``accepting[state]`` marks the ends of matches, ``joinable[a, b]`` is 0 when no match
+    holds symbol ``a`` followed by ``b`` (a pre-token must start between them), and ``space`` is
+    the space symbol's codepoint. ``split``, ``digits`` and ``han_per_char`` describe the patterns
+    (the test reference matches those directly).
+
+    >>> dfa = PreTokenDFA.compile("word")
+    >>> dfa.table.shape[1], bool(dfa.joinable[ALPHA, SPACE]), bool(dfa.joinable[SPACE, ALPHA])
+    (6, False, True)
+    """
+
+    split: str
+    digits: str
+    han_per_char: bool
+    space: int
+    table: np.ndarray
+    accepting: np.ndarray
+    joinable: np.ndarray
+
+    @classmethod
+    def compile(cls, split: str = "word", digits: str = "keep", han_per_char: bool = False,
+                space: str = SPACE_SYMBOL) -> "PreTokenDFA":
+        """Subset construction of the configuration's pattern.
+
+        >>> PreTokenDFA.compile("isolate", "split", True).accepting.tolist()[:2]
+        [0, 0]
+        """
+        eps, moves, accept = _nfa(_pattern(split, digits, han_per_char))
+
+        def closure(states: set[int]) -> frozenset[int]:
+            todo, seen = list(states), set(states)
+            while todo:
+                for t in eps[todo.pop()]:
+                    if t not in seen:
+                        seen.add(t)
+                        todo.append(t)
+            return frozenset(seen)
+
+        ids: dict[frozenset[int], int] = {frozenset(): DEAD, closure({0}): START}
+        order = [frozenset(), closure({0})]
+        rows: list[list[int]] = [[DEAD] * N_SYMBOLS]
+        while len(rows) < len(order):
+            current = order[len(rows)]
+            row = []
+            for symbol in range(N_SYMBOLS):
+                target = closure({b for s in current for symbols, b in moves[s] if symbol in symbols})
+                if target not in ids:
+                    ids[target] = len(order)
+                    order.append(target)
+                row.append(ids[target])
+            rows.append(row)
+        table = np.array(rows, np.int32)
+        accepting = np.array([accept in states for states in order], np.uint8)
+        # a pair (a, b) is joinable when some state entered on a still moves on b
+        joinable = np.zeros((N_SYMBOLS, N_SYMBOLS), np.uint8)
+        for state in range(START, len(order)):
+            for a in range(N_SYMBOLS):
+                entered = table[state, a]
+                if entered != DEAD:
+                    joinable[a] |= table[entered] != DEAD
+        return cls(split, digits, han_per_char, ord(space), table, accepting, joinable)
+
+
+@dataclass(frozen=True)
+class PreTokens:
+    """Pre-tokens of every string: byte offsets ``[start, end)`` within that string, in order.
+
+    The pre-tokens of a string cover all of its bytes (nothing is dropped).
+
+    >>> p = PreTokenizer().pre_tokenize(["ab▁c"], backend="cpu")
+    >>> p.starts.to_pylist(), p.ends.to_pylist(), p.to_pylist()
+    ([[0, 2]], [[2, 6]], [['ab', '▁c']])
+    """
+
+    texts: TextBatch
+    starts: RaggedArray
+    ends: RaggedArray
+
+    def to_pylist(self) -> list[list[str]]:
+        """The pre-tokens as strings (malformed bytes shown as U+FFFD).
+
+        >>> PreTokenizer(split="isolate").pre_tokenize(["don't▁go"], backend="cpu").to_pylist()
+        [["don't", '▁', 'go']]
+        """
+        host, starts = self.texts.to_numpy(), self.starts.to_numpy()
+        # pre-tokens tile the byte buffer, so they are themselves a batch (after an empty head)
+        bounds = starts.values + host.offsets[:-1][row_ids(starts.offsets)]
+        pieces = TextBatch(host.data, np.concatenate([[0], bounds, [host.data.size]])).to_pylist()[1:]
+        rows = starts.offsets.tolist()
+        return [pieces[a:b] for a, b in zip(rows, rows[1:])]
+
+
+class PreTokenizer:
+    """Splits normalized text into pre-tokens (see the module docstring for the patterns).
+
+    >>> PreTokenizer().pre_tokenize_strings(["Hello,▁World!▁don't▁你好，世界。123abc"])[0]
+    ['Hello', ',', '▁World', '!', '▁don', "'t", '▁', '你好', '，', '世界', '。', '123', 'abc']
+    >>> PreTokenizer(split="isolate", digits="split", cn="char").pre_tokenize_strings(["你好123▁hi"])
+    [['你', '好', '1', '2', '3', '▁', 'hi']]
+    """
+
+    def __init__(self, split: str = "word", digits: str = "keep", cn: str | Path | Dictionary | None = None,
+                 space: str = SPACE_SYMBOL) -> None:
+        if split not in SPLIT_MODES:
+            raise ValueError(f"split must be one of {SPLIT_MODES}, got {split!r}")
+        if digits not in DIGIT_MODES:
+            raise ValueError(f"digits must be one of {DIGIT_MODES}, got {digits!r}")
+        if len(space) != 1:
+            raise ValueError(f"space must be one character, got {space!r}")
+        if split == "whitespace" and cn is not None:
+            raise ValueError("cn needs split='word' or 'isolate' (split='whitespace' keeps Han inside its pieces)")
+        self.split, self.digits, self.cn, self.space = split, digits, cn, space
+        self.dfa_ = PreTokenDFA.compile(split, digits, cn == "char", space)
+        self.segmenter_ = Segmenter(cn) if cn is not None and cn != "char" else None
+
+    def __repr__(self) -> str:
+        return f"PreTokenizer(split={self.split!r}, digits={self.digits!r}, cn={self.cn!r}, space={self.space!r})"
+
+    def pre_tokenize(self, texts: Any, backend: str | Backend | None = None) -> PreTokens:
+        """Pre-tokens of a batch (``TextBatch``, pyarrow strings, or a list of str/bytes).
+
+        >>> PreTokenizer().pre_tokenize(["a▁▁b", ""], backend="cpu").to_pylist()
+        [['a', '▁', '▁b'], []]
+        """
+        be = get_backend(backend)
+        xp = be.xp
+        batch = as_text_batch(texts).to_device(be.xp)
+        starts, first_symbols = be.op("pretokenize", "pretokenize")(batch.data, batch.offsets, self.dfa_)
+        n_bytes = batch.data.size
+        if self.segmenter_ is not None:
+            starts = self._cut_han(be, batch.data, starts, first_symbols)
+        ends = xp.empty_like(starts)
+        ends[:-1] = starts[1:]
+        ends[-1:] = n_bytes  # a string's last pre-token ends where the next non-empty string starts
+        rows = xp.searchsorted(starts, batch.offsets).astype(xp.int64)
+        base = batch.offsets[:-1][row_ids(rows)]
+        return PreTokens(batch, RaggedArray(starts - base, rows, check=False),
+                         RaggedArray(ends - base, rows, check=False))
+
+    def _cut_han(self, be: Backend, data: Any, starts: Any, first_symbols: Any) -> Any:
+        """Token starts with the dictionary's word boundaries added inside Han pre-tokens."""
+        xp = be.xp
+        han = xp.flatnonzero(first_symbols == HAN)
+        if han.size == 0:
+            return starts
+        seg = self.segmenter_
+        next_starts = xp.concatenate([starts[1:], xp.array([data.size], xp.int64)])
+        span_starts, span_ends = xp.ascontiguousarray(starts[han]), xp.ascontiguousarray(next_starts[han])
+        if seg.trie_ is not None:
+            edges = seg.trie_.prefix_search_spans(data, span_starts, span_ends, backend=be)
+        else:
+            empty = xp.zeros(0, xp.int64)
+            edges = (empty, empty, xp.zeros(0, xp.int32), xp.zeros(han.size + 1, xp.int64))
+        word_ends, _, _ = be.op("segment", "viterbi_segment")(
+            data, span_starts, span_ends, *edges, xp.asarray(seg.weights_), seg.unknown_weight_, seg.tail_score_,
+            seg.jieba_mode)
+        # a span's last word ends at the next pre-token's start (or the buffer's end): unique drops it
+        return xp.unique(xp.concatenate([starts, word_ends[word_ends < data.size]]))
+
+    def pre_tokenize_strings(self, texts: list[str], backend: str | Backend | None = None) -> list[list[str]]:
+        """Pre-tokens of each string, as strings.
+
+        >>> PreTokenizer(split="whitespace").pre_tokenize_strings(["▁Hello,▁world!", "a▁▁b"])
+        [['▁Hello,', '▁world!'], ['a', '▁', '▁b']]
+        """
+        return self.pre_tokenize(texts, backend).to_pylist()
+
+
+def pre_tokenize_strings(texts: list[str], split: str = "word", digits: str = "keep",
+                         cn: str | Path | Dictionary | None = None, space: str = SPACE_SYMBOL,
+                         backend: str | Backend | None = None) -> list[list[str]]:
+    """One-call pre-tokenization to lists of strings.
+
+    >>> pre_tokenize_strings(["hello▁,world", "year▁2024"])
+    [['hello', '▁,', 'world'], ['year', '▁', '2024']]
+    """
+    return PreTokenizer(split, digits, cn, space).pre_tokenize_strings(texts, backend)
+
+
+__all__ = ["PreTokenDFA", "PreTokenizer", "PreTokens", "pre_tokenize_strings"]

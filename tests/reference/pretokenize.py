@@ -1,0 +1,86 @@
+"""Reference twin of ``cuda/pretokenize.cu``: the pre-tokenizer's patterns matched directly.
+
+No DFA: at every pre-token start each alternative of the configuration's pattern is tried on the
+characters ahead, and the longest match wins (an unmatched character stands alone). Only the
+configuration (split, digits, han_per_char, space) is read from the compiled ``dfa``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tests.reference.utf8 import char_class, decode_string
+
+OTHER, SPACE, DIGIT, ALPHA, HAN, APOSTROPHE = "O", "S", "N", "A", "H", "'"
+NUMBERS = {OTHER: 0, SPACE: 1, DIGIT: 2, ALPHA: 3, HAN: 4, APOSTROPHE: 5}
+
+
+def kind(cp: int, space: int) -> str:
+    if cp == space:
+        return SPACE
+    if cp == 0x27:
+        return APOSTROPHE
+    return {2: DIGIT, 3: ALPHA, 4: HAN}.get(char_class(cp), OTHER)
+
+
+def run(kinds: list[str], at: int, allowed: set[str]) -> int:
+    """How many characters from `at` on are of the allowed kinds."""
+    n = 0
+    while at + n < len(kinds) and kinds[at + n] in allowed:
+        n += 1
+    return n
+
+
+def _one_or_run(kinds: list[str], at: int, k: str, single: bool) -> int:
+    if single:
+        return 1 if kinds[at] == k else 0
+    return run(kinds, at, {k})
+
+
+def match_lengths(kinds: list[str], at: int, split: str, digits: str, han_per_char: bool) -> list[int]:
+    """The length (in characters, 0 = no match) of every alternative at position `at`."""
+    everything = {OTHER, SPACE, DIGIT, ALPHA, HAN, APOSTROPHE}
+    letter = {ALPHA}
+    punct = everything - {ALPHA, HAN, DIGIT}  # [^AHN]
+    here = kinds[at]
+    han = _one_or_run(kinds, at, HAN, han_per_char)
+    digit = _one_or_run(kinds, at, DIGIT, digits == "split")
+    if split == "word":
+        letters = run(kinds, at, letter)
+        prefixed = 1 + run(kinds, at + 1, letter) if here in punct and run(kinds, at + 1, letter) else 0
+        space_prefix = 1 if here == SPACE else 0
+        punct_run = run(kinds, at + space_prefix, punct - {SPACE})
+        punct_match = space_prefix + punct_run if punct_run else 0
+        return [letters, prefixed, han, digit, punct_match, space_prefix]
+    if split == "isolate":
+        n = run(kinds, at, letter)
+        while n and at + n < len(kinds) and kinds[at + n] == APOSTROPHE and run(kinds, at + n + 1, letter):
+            n += 1 + run(kinds, at + n + 1, letter)
+        return [n, han, digit, 1 if here in punct else 0]
+    if digits == "split":
+        space_prefix = 1 if here == SPACE else 0
+        rest = run(kinds, at + space_prefix, everything - {SPACE, DIGIT})
+        return [space_prefix + rest if rest else 0, space_prefix, 1 if here == DIGIT else 0]
+    return [1 + run(kinds, at + 1, everything - {SPACE}) if here == SPACE else run(kinds, at, everything - {SPACE})]
+
+
+def pre_tokens_of(raw: bytes, split: str, digits: str, han_per_char: bool, space: int) -> list[tuple[int, str]]:
+    """(byte offset, first character's kind) of every pre-token of one string."""
+    chars = decode_string(raw)
+    kinds = [kind(cp, space) for cp, _ in chars]
+    out = []
+    at = 0
+    while at < len(chars):
+        out.append((chars[at][1], kinds[at]))
+        at += max(max(match_lengths(kinds, at, split, digits, han_per_char)), 1)
+    return out
+
+
+def pretokenize(data: np.ndarray, offsets: np.ndarray, dfa) -> tuple[np.ndarray, np.ndarray]:
+    raw = bytes(data)
+    starts, symbols = [], []
+    for s in range(len(offsets) - 1):
+        base = int(offsets[s])
+        for at, k in pre_tokens_of(raw[base:int(offsets[s + 1])], dfa.split, dfa.digits, dfa.han_per_char, dfa.space):
+            starts.append(base + at)
+            symbols.append(NUMBERS[k])
+    return np.array(starts, np.int64), np.array(symbols, np.uint8)
