@@ -85,11 +85,12 @@ def _offer(state, check, label, eow, scores, data, begin, length, node, left, ri
 
 
 @njit(**_JIT)
-def merge_symbols(data, begin, end, state, check, label, eow, scores, length, nxt, node):
+def merge_symbols(data, begin, end, state, check, label, eow, scores, length, nxt, node, prev, heap, hs):
     """Merge the pre-token data[begin:end) into symbols: length[p] > 0 at each symbol start and
-    node[p] its trie node (-1 when it is not a path of the trie)."""
+    node[p] its trie node (-1 when it is not a path of the trie). ``prev`` (n) and the heap rows
+    ``heap`` (3n x 3) / ``hs`` (3n) are scratch: slices of batch-wide arrays, so that short
+    pre-tokens cost no allocation."""
     n = end - begin
-    prev = np.empty(n, np.int32)
     p = 0
     last = -1
     while p < n:
@@ -104,8 +105,6 @@ def merge_symbols(data, begin, end, state, check, label, eow, scores, length, nx
             nxt[last] = p
         last = p
         p += width
-    heap = np.empty((3 * n, 3), np.int32)
-    hs = np.empty(3 * n, np.float32)
     count = 0
     p = 0
     while p < n and nxt[p] >= 0:
@@ -130,10 +129,14 @@ def merge_symbols(data, begin, end, state, check, label, eow, scores, length, nx
 def _merge_all(data, token_starts, token_ends, state, check, label, eow, scores, byte_ids, length, nxt, node):
     """Merge every pre-token into the shared symbol arrays (indexed by byte position); count tokens."""
     counts = np.zeros(token_starts.size, np.int64)
+    prev = np.empty(data.size, np.int32)
+    heap = np.empty((3 * data.size, 3), np.int32)
+    hs = np.empty(3 * data.size, np.float32)
     for t in prange(token_starts.size):
         begin, end = token_starts[t], token_ends[t]
         sym_len, sym_next, sym_node = length[begin:end], nxt[begin:end], node[begin:end]
-        merge_symbols(data, begin, end, state, check, label, eow, scores, sym_len, sym_next, sym_node)
+        merge_symbols(data, begin, end, state, check, label, eow, scores, sym_len, sym_next, sym_node,
+                      prev[begin:end], heap[3 * begin:3 * end], hs[3 * begin:3 * end])
         tokens = 0
         prev_unk = False
         p = 0

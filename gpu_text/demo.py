@@ -1,90 +1,92 @@
-"""The main job on the bundled public-domain sample: decode and classify every character on the
-best backend, and compare CPU, GPU (when present) and CPython. ``python -m gpu_text.demo``."""
+"""The main job on the bundled public-domain sample: bulk-tokenize it with the bundled BPE model
+(to Parquet, streaming, on the best backend) and compare CPU, GPU (when present) and
+sentencepiece. ``python -m gpu_text.demo [OUT_DIR]``."""
 from __future__ import annotations
 
 import statistics
+import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
-from gpu_text import TextBatch, utf8
+from gpu_text import TextBatch
 from gpu_text.backend import cuda_unavailable_reason, get_backend
 from gpu_text.timing import measure
-from gpu_text.utf8 import CharClass
 
-SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
-REPEAT_SAMPLE = 16
-
-
-def _median_seconds(fn: Callable[[], object], repeat: int = 5, sync: Callable[[], None] | None = None) -> float:
-    return statistics.median(measure(fn, repeat, sync))
+DATA = Path(__file__).resolve().parent / "data"
+SAMPLES = DATA / "samples"
+MODEL = DATA / "models" / "sample-bpe-4k.txt"
+REPEAT_SAMPLE = 8  # time on the sample repeated, so that launch overheads do not dominate
 
 
-def _python_classify(lines: list[bytes]) -> list[int]:
-    """The peer: CPython decodes each line, then a per-character loop classifies it."""
-    counts = [0] * len(CharClass)
-    for line in lines:
-        for ch in line.decode("utf-8", "replace"):
-            c = ord(ch)
-            if 0x4E00 <= c <= 0x9FFF or 0x3400 <= c <= 0x4DBF or 0xF900 <= c <= 0xFAFF or 0x20000 <= c <= 0x323AF:
-                counts[CharClass.HAN] += 1
-            elif "0" <= ch <= "9" or "０" <= ch <= "９":
-                counts[CharClass.DIGIT] += 1
-            elif ch.isalpha():
-                counts[CharClass.ALPHA] += 1
-            elif ch.isspace():
-                counts[CharClass.SPACE] += 1
-            else:
-                counts[CharClass.OTHER] += 1
-    return counts
+def _median_seconds(fn: Callable[[], object], sync: Callable[[], None] | None = None) -> float:
+    return statistics.median(measure(fn, 5, sync))
 
 
-def run_demo() -> str:
-    """Decode + classify the samples on every backend; return the printed table.
+def _sentencepiece_peer(sample: Path, vocab_size: int, workdir: Path):
+    """A sentencepiece BPE of the same size trained on the same text, or None without sentencepiece."""
+    try:
+        import sentencepiece as spm
+    except ImportError:
+        return None
+    prefix = workdir / sample.stem
+    spm.SentencePieceTrainer.train(input=str(sample), model_prefix=str(prefix), model_type="bpe",
+                                   vocab_size=vocab_size, byte_fallback=True, character_coverage=0.9995,
+                                   normalization_rule_name="identity", minloglevel=2, num_threads=1)
+    return spm.SentencePieceProcessor(model_file=f"{prefix}.model")
 
-    >>> "zh-hongloumeng" in run_demo()  # doctest: +SKIP
+
+def run_demo(out_dir: Path) -> str:
+    """Tokenize every bundled sample into ``out_dir`` and return the comparison table.
+
+    >>> "zh-hongloumeng" in run_demo(Path(tempfile.mkdtemp()))  # doctest: +SKIP
     True
     """
-    backends = ["cpu"] + (["cuda"] if cuda_unavailable_reason() is None else [])
+    from gpu_text.tokenizer.bulk import tokenize_files
+    from gpu_text.tokenizer.tokenizer import Tokenizer
+
+    tokenizer = Tokenizer.from_model_file(MODEL)
     best = get_backend("auto").name
-    out = [f"gpu_text demo: decode + classify bundled public-domain text (best backend here: {best})", "",
-           "| sample | implementation | MB/s | speed vs CPython | characters | Han | Alpha | Digit | Space | Other |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
-    for path in sorted(p for p in SAMPLES.glob("*.txt") if not p.name.startswith("SOURCE")):
-        lines = path.read_bytes().split(b"\n")
-        batch = TextBatch.from_strings(lines)
-        # gpu_text is timed on the sample repeated, so that launch overheads do not dominate
-        big = TextBatch.from_strings(lines * REPEAT_SAMPLE)
-        mb = batch.nbytes / 1e6
-        peer_seconds = _median_seconds(lambda: _python_classify(lines), repeat=3)
-        peer_counts = _python_classify(lines)
-        out.append(f"| {path.stem} | CPython decode + loop | {mb / peer_seconds:,.1f} | 1.00x | {sum(peer_counts):,} | "
-                   + " | ".join(f"{peer_counts[c]:,}" for c in (CharClass.HAN, CharClass.ALPHA, CharClass.DIGIT,
-                                                                CharClass.SPACE, CharClass.OTHER)) + " |")
-        for name in backends:
-            be = get_backend(name)
-            sync = None
-            data = big
-            if name == "cuda":
-                import cupy
+    backends = ["cpu"] + (["cuda"] if cuda_unavailable_reason() is None else [])
+    lines = [f"gpu_text demo: bulk-tokenize the bundled public-domain sample with the bundled BPE model "
+             f"({len(tokenizer)} pieces; best backend here: {best})", ""]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    samples = sorted(p for p in SAMPLES.glob("*.txt") if not p.name.startswith("SOURCE"))
+    for sample in samples:
+        summary = tokenize_files(tokenizer, [sample], out_dir / f"{sample.stem}.parquet", backend=best, progress=False)
+        lines.append(f"{sample.name}: {summary['documents']} documents -> {summary['tokens']} tokens "
+                     f"({summary['bytes'] / max(summary['tokens'], 1):.2f} bytes/token) -> {out_dir / sample.stem}.parquet")
+    lines += ["", "| sample | implementation | MB/s | speed vs sentencepiece | tokens |", "|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for sample in samples:
+            texts = sample.read_text(encoding="utf-8").split("\n") * REPEAT_SAMPLE
+            batch = TextBatch.from_strings(texts)
+            mb = batch.nbytes / 1e6
+            peer = _sentencepiece_peer(sample, len(tokenizer), Path(tmp))
+            peer_seconds = None
+            if peer is not None:
+                peer_seconds = _median_seconds(lambda: peer.encode(texts))
+                tokens = sum(map(len, peer.encode(texts)))
+                lines.append(f"| {sample.stem} | sentencepiece (same size, same text) | {mb / peer_seconds:,.1f} | 1.00x "
+                             f"| {tokens:,} |")
+            for name in backends:
+                be = get_backend(name)
+                data, sync = batch, None
+                if name == "cuda":
+                    import cupy
 
-                sync = cupy.cuda.get_current_stream().synchronize
-                data = big.to_device(cupy)
-            seconds = _median_seconds(lambda: utf8.char_classes(data, be), sync=sync) / REPEAT_SAMPLE
-            classes = utf8.char_classes(batch, be).values
-            classes = classes if isinstance(classes, np.ndarray) else classes.get()
-            counts = np.bincount(classes, minlength=len(CharClass))
-            out.append(f"| {path.stem} | gpu_text[{name}] | {mb / seconds:,.1f} | {peer_seconds / seconds:,.1f}x | "
-                       f"{int(counts.sum()):,} | " + " | ".join(f"{int(counts[c]):,}" for c in (
-                           CharClass.HAN, CharClass.ALPHA, CharClass.DIGIT, CharClass.SPACE, CharClass.OTHER)) + " |")
-    out += ["", "CPython's loop classifies letters with str.isalpha (Unicode letters), gpu_text with the seed's",
-            "ranges, so the Alpha/Other split can differ slightly; Han and Digit use the same ranges."]
-    return "\n".join(out)
+                    data, sync = batch.to_device(cupy), cupy.cuda.get_current_stream().synchronize
+                seconds = _median_seconds(lambda: tokenizer.encode(data, be), sync)
+                tokens = int(tokenizer.encode(data, be).ids.values.size)
+                ratio = f"{peer_seconds / seconds:.2f}x" if peer_seconds else "n/a"
+                lines.append(f"| {sample.stem} | gpu_text[{name}] | {mb / seconds:,.1f} | {ratio} | {tokens:,} |")
+    return "\n".join(lines)
 
 
-def main() -> int:
-    print(run_demo())
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    out_dir = Path(argv[0]) if argv else Path("demo-output")
+    print(run_demo(out_dir))
     return 0
 
 

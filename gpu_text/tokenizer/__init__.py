@@ -1,5 +1,11 @@
-"""A SentencePiece-style tokenizer: the normalizer, and model files (the seed's text format and
-SentencePiece's ``.model`` protobuf)."""
+"""A SentencePiece-style BPE tokenizer, one module per pipeline stage:
+
+normalizer (character maps, spaces) → pre_tokenizer (DFA over character classes) → bpe (merge
+replay, byte fallback) → decoder; ``tokenizer`` strings them together, ``trainer`` learns a model,
+``model_file`` / ``sentencepiece_model`` read and write models, ``bulk`` tokenizes datasets.
+"""
+from gpu_text.tokenizer.bpe import BPEModel, PieceType
+from gpu_text.tokenizer.decoder import Decoder
 from gpu_text.tokenizer.model_file import (
     CounterSpec,
     ModelFileError,
@@ -10,26 +16,39 @@ from gpu_text.tokenizer.model_file import (
     write_model_file,
 )
 from gpu_text.tokenizer.normalizer import RULE_NAMES, NormalizedBatch, Normalizer
+from gpu_text.tokenizer.pre_tokenizer import PreTokenizer, PreTokens, pre_tokenize_strings
 from gpu_text.tokenizer.sentencepiece_model import (
     SentencePieceModel,
     SentencePieceModelError,
     load_sentencepiece_model,
     parse_sentencepiece_model,
 )
+from gpu_text.tokenizer.tokenizer import Encoding, Tokenizer
+from gpu_text.tokenizer.trainer import BPETrainer, TrainedModel
 
 __all__ = [
     "RULE_NAMES",
+    "BPEModel",
+    "BPETrainer",
     "CounterSpec",
+    "Decoder",
+    "Encoding",
     "ModelFileError",
     "NormalizedBatch",
     "Normalizer",
     "PieceTable",
+    "PieceType",
+    "PreTokenizer",
     "PreTokenizerSpec",
+    "PreTokens",
     "SentencePieceModel",
     "SentencePieceModelError",
+    "Tokenizer",
     "TokenizerModel",
+    "TrainedModel",
     "load_sentencepiece_model",
     "parse_sentencepiece_model",
+    "pre_tokenize_strings",
     "read_model_file",
     "write_model_file",
 ]

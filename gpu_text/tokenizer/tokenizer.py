@@ -209,8 +209,11 @@ class Tokenizer:
         counter, pre = spec.counter, spec.pretokenizer
         model = BPEModel(spec.pieces.pieces, spec.pieces.scores, spec.pieces.types, unk_id=counter.unk_id)
         normalizer = Normalizer(pre.name, space=pre.space, reconstruct=pre.reconstruct)
-        pre_tokenizer = PreTokenizer(split="isolate" if pre.cut else "word",
-                                     digits="split" if pre.split_digits else "keep", cn=cn, space=pre.space)
+        split = {0: "word", 1: "isolate", 2: "whitespace"}.get(pre.cut)
+        if split is None:
+            raise ValueError(f"{path}: unknown pre-tokenizer cut={pre.cut} (0 word, 1 isolate, 2 whitespace)")
+        pre_tokenizer = PreTokenizer(split=split, digits="split" if pre.split_digits else "keep",
+                                     cn=cn if split != "whitespace" else None, space=pre.space)
         return cls(model, normalizer, pre_tokenizer, counter.bos_id, counter.eos_id, counter.pad_id)
 
 
