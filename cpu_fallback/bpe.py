@@ -155,17 +155,20 @@ def _merge_all(data, token_starts, token_ends, state, check, label, eow, scores,
 
 
 @njit(parallel=True, **_JIT)
-def _emit_all(data, token_starts, token_ends, state, check, label, eow, byte_ids, unk_id, length, nxt, node, offsets,
-              ids, starts, ends):
+def _emit_all(data, token_starts, token_ends, sources, state, check, label, eow, byte_ids, unk_id, length, nxt, node,
+              offsets, ids, starts, ends):
+    """Write every pre-token's ids and spans; pre-token t reads the symbols merged for the equal
+    pre-token starting at ``sources[t]`` (itself, or the first copy of the same bytes)."""
     for t in prange(token_starts.size):
         begin, end = token_starts[t], token_ends[t]
+        shift = sources[t] - begin
         out = offsets[t]
         prev_unk = False
         p = 0
         while p < end - begin:
             at = begin + p
-            size = length[at]
-            pid = _node_id(state, check, label, eow, node[at])
+            size = length[at + shift]
+            pid = _node_id(state, check, label, eow, node[at + shift])
             unk = pid < 0 and byte_ids[0] < 0
             if unk and prev_unk:
                 ends[out - 1] = at + size
@@ -181,19 +184,69 @@ def _emit_all(data, token_starts, token_ends, state, check, label, eow, byte_ids
                     ends[out] = at + k + 1
                     out += 1
             prev_unk = unk
-            p = nxt[at] if nxt[at] >= 0 else end - begin
+            p = nxt[at + shift] if nxt[at + shift] >= 0 else end - begin
+
+
+@njit(parallel=True, **_JIT)
+def _span_hashes(data, starts, ends):
+    """64-bit FNV-1a hash of every pre-token's bytes."""
+    hashes = np.empty(starts.size, np.uint64)
+    for t in prange(starts.size):
+        h = np.uint64(0xCBF29CE484222325)
+        for i in range(starts[t], ends[t]):
+            h = (h ^ np.uint64(data[i])) * np.uint64(0x100000001B3)
+        hashes[t] = h
+    return hashes
+
+
+@njit(**_JIT)
+def _first_copies(data, starts, ends, hashes, order):
+    """For every pre-token, the first pre-token with the same bytes (itself when it is the first).
+    Equal hashes are confirmed byte by byte, so a hash collision only costs a separate encoding."""
+    first = np.arange(starts.size)
+    g = 0
+    while g < order.size:
+        h = g
+        while h < order.size and hashes[order[h]] == hashes[order[g]]:
+            h += 1
+        leader = order[g]  # `order` is a stable sort: the lowest index of the group comes first
+        for k in range(g + 1, h):
+            t = order[k]
+            n = ends[t] - starts[t]
+            if n != ends[leader] - starts[leader]:
+                continue
+            same = True
+            for i in range(n):
+                if data[starts[t] + i] != data[starts[leader] + i]:
+                    same = False
+                    break
+            if same:
+                first[t] = leader
+        g = h
+    return first
 
 
 def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores, byte_ids, unk_id):
-    """Ids (int32) of every pre-token, each id's byte span in ``data``, and per-pre-token offsets."""
+    """Ids (int32) of every pre-token, each id's byte span in ``data``, and per-pre-token offsets.
+
+    Natural text repeats its words: each distinct pre-token is merged once and its result copied
+    to the other occurrences (the CUDA twin merges every occurrence; the ids are the same).
+    """
+    hashes = _span_hashes(data, token_starts, token_ends)
+    first = _first_copies(data, token_starts, token_ends, hashes, np.argsort(hashes, kind="stable"))
+    distinct = np.flatnonzero(first == np.arange(first.size))
     length = np.empty(data.size, np.int32)
     nxt = np.empty(data.size, np.int32)
     node = np.empty(data.size, np.int32)
-    counts = _merge_all(data, token_starts, token_ends, state, check, label, eow, scores, byte_ids, length, nxt, node)
+    distinct_counts = _merge_all(data, token_starts[distinct], token_ends[distinct], state, check, label, eow, scores,
+                                 byte_ids, length, nxt, node)
+    counts = np.empty(token_starts.size, np.int64)
+    counts[distinct] = distinct_counts
+    counts = counts[first]
     offsets = np.zeros(token_starts.size + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
     total = int(offsets[-1])
     ids, starts, ends = np.empty(total, np.int32), np.empty(total, np.int64), np.empty(total, np.int64)
-    _emit_all(data, token_starts, token_ends, state, check, label, eow, byte_ids, np.int32(unk_id), length, nxt, node,
-              offsets, ids, starts, ends)
+    _emit_all(data, token_starts, token_ends, token_starts[first], state, check, label, eow, byte_ids,
+              np.int32(unk_id), length, nxt, node, offsets, ids, starts, ends)
     return ids, starts, ends, offsets

@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit, prange
 
 from cpu_fallback.utf8 import sequence_at
-from gpu_text.trie.double_array import walk_prefixes
+from gpu_text.trie.double_array import trie_step, walk_prefixes
 
 _JIT = dict(cache=True, nogil=True)
 _SPACE = 0x20
@@ -21,9 +21,12 @@ _FROM_TARGETS, _FROM_DATA, _FROM_REPLACEMENT = 0, 1, 2
 
 
 @njit(inline="always", **_JIT)
-def _step(state, check, label, eow, target_offsets, data, i, end, none):
+def _step(state, check, label, eow, target_offsets, data, i, end, none, root_edges):
     """The step at data[i]: (bytes consumed, where its output is, output start, output end).
-    ``none``: an empty array for walk_prefixes' unused outputs (allocated once per string, not per step)."""
+    ``none``: an empty array for walk_prefixes' unused outputs (allocated once per string, not per step).
+    ``root_edges[b]``: whether any charsmap source starts with byte b (most text needs no trie walk)."""
+    if not root_edges[data[i]] and data[i] < 0x80:
+        return 1, _FROM_DATA, i, i + 1
     _, stop, value = walk_prefixes(state, check, label, eow, data, i, end, none, none, 0, False)
     if value >= 0:
         return stop - i, _FROM_TARGETS, target_offsets[value], target_offsets[value + 1]
@@ -45,13 +48,13 @@ def _byte(source, p, targets, data, replacement):
 
 @njit(**_JIT)
 def _row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol, collapse, dummy, replacement,
-         out, align, at, write):
+         out, align, at, write, root_edges):
     """Untrimmed output of one string (written at ``out[at:]`` when ``write``); returns its length."""
     none = np.zeros(0, np.int64)
     i = begin
     if collapse:  # steps that give exactly one space are skipped at the start
         while i < end:
-            step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end, none)
+            step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end, none, root_edges)
             if b - a != 1 or _byte(src, a, targets, data, replacement) != _SPACE:
                 break
             i += step
@@ -66,7 +69,19 @@ def _row(state, check, label, eow, targets, target_offsets, data, begin, end, sy
             n += 1
     prev_space = collapse
     while i < end:
-        step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end, none)
+        first = data[i]
+        if first != _SPACE and not root_edges[first]:  # the common case: no map entry starts here
+            width = 1 if first < 0x80 else sequence_at(data, i, end)[0]
+            if width > 0:  # a well-formed character: copied as it is
+                for k in range(width):
+                    if write:
+                        out[at + n] = data[i + k]
+                        align[at + n] = i - begin
+                    n += 1
+                prev_space = False
+                i += width
+                continue
+        step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end, none, root_edges)
         if prev_space:
             while a < b and _byte(src, a, targets, data, replacement) == _SPACE:
                 a += 1
@@ -91,13 +106,13 @@ def _row(state, check, label, eow, targets, target_offsets, data, begin, end, sy
 
 @njit(parallel=True, **_JIT)
 def _rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy, row_offsets,
-          out, align, write):
+          out, align, write, root_edges):
     n_rows = offsets.size - 1
     lengths = np.zeros(n_rows, np.int64)
     for r in prange(n_rows):
         at = row_offsets[r]
         n = _row(state, check, label, eow, targets, target_offsets, data, offsets[r], offsets[r + 1], symbol,
-                 collapse, dummy, _REPLACEMENT, out, align, at, write)
+                 collapse, dummy, _REPLACEMENT, out, align, at, write, root_edges)
         if write and collapse:  # strip trailing space symbols
             m = symbol.size
             while n >= m:
@@ -111,6 +126,14 @@ def _rows(state, check, label, eow, targets, target_offsets, data, offsets, symb
                 n -= m
         lengths[r] = n
     return lengths
+
+
+@njit(**_JIT)
+def _root_edges(state, check, label):
+    edges = np.zeros(256, np.bool_)
+    for b in range(1, 256):
+        edges[b] = trie_step(state, check, label, 0, np.uint8(b)) >= 0
+    return edges
 
 
 @njit(parallel=True, **_JIT)
@@ -133,13 +156,14 @@ def normalize_text(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow:
     ``targets[target_offsets[t]:target_offsets[t + 1]]``. ``symbol``: what a space becomes.
     ``collapse``: remove extra whitespace; ``dummy``: add the dummy prefix."""
     none8, none64 = np.zeros(0, np.uint8), np.zeros(0, np.int64)
+    root_edges = _root_edges(state, check, label)
     row_offsets = np.zeros(offsets.size, np.int64)
     np.cumsum(_rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy,
-                    row_offsets, none8, none64, False), out=row_offsets[1:])
+                    row_offsets, none8, none64, False, root_edges), out=row_offsets[1:])
     total = int(row_offsets[-1])
     out, align = np.empty(total, np.uint8), np.empty(total, np.int64)
     lengths = _rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy,
-                    row_offsets, out, align, True)
+                    row_offsets, out, align, True, root_edges)
     new_offsets = np.zeros(offsets.size, np.int64)
     np.cumsum(lengths, out=new_offsets[1:])
     packed = np.empty(int(new_offsets[-1]), np.uint8)
