@@ -17,7 +17,8 @@ __device__ __forceinline__ int trie_step(const int* __restrict__ state, const in
                                          const u8* __restrict__ label, int size, int pos, u8 byte) {
     if (byte == 0) return -1;
     const unsigned next = (unsigned)pos ^ (unsigned)state[pos] ^ byte;
-    if (next >= (unsigned)size || check[next] != pos + 1 || label[next] != byte) return -1;
+    // no label test: the only slot at base ^ byte whose parent is pos is the child on byte
+    if (next >= (unsigned)size || check[next] != pos + 1) return -1;
     return (int)next;
 }
 
@@ -27,6 +28,6 @@ __device__ __forceinline__ int trie_value(const int* __restrict__ state, const i
                                           int pos) {
     if (!eow[pos]) return -1;
     const unsigned slot = (unsigned)pos ^ (unsigned)state[pos];  // base ^ 0: the child on byte 0
-    if (slot >= (unsigned)size || check[slot] != pos + 1 || label[slot] != 0) return -1;
+    if (slot >= (unsigned)size || check[slot] != pos + 1) return -1;
     return state[slot];
 }

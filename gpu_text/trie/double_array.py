@@ -93,7 +93,9 @@ def trie_step(state, check, label, pos, byte):
     if byte == 0:
         return -1
     nxt = pos ^ np.int64(state[pos]) ^ np.int64(byte)
-    if nxt < 0 or nxt >= state.size or check[nxt] != pos + 1 or label[nxt] != byte:
+    # no label test: a slot whose parent is pos and that sits at base ^ byte can only be the child
+    # on byte (XOR with a fixed base is one-to-one), and this is the hot loop of every query
+    if nxt < 0 or nxt >= state.size or check[nxt] != pos + 1:
         return -1
     return nxt
 
@@ -110,7 +112,7 @@ def trie_value(state, check, label, eow, pos):
     if eow[pos] == 0:
         return -1
     slot = pos ^ np.int64(state[pos])  # base ^ 0: the child on byte 0
-    if slot < 0 or slot >= state.size or check[slot] != pos + 1 or label[slot] != 0:
+    if slot < 0 or slot >= state.size or check[slot] != pos + 1:
         return -1
     return np.int64(state[slot])
 
