@@ -1,6 +1,7 @@
 """Shared fixtures: the backends every differential test runs on, and the shared data folder."""
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 from pathlib import Path
@@ -51,4 +52,4 @@ def require(module: str):
     device check (GPU machine without internet, GPU_TEXT_DEVICE_CHECK=1) skips what it lacks."""
     if DEVICE_CHECK:
         return pytest.importorskip(module, reason=f"{module} is not installed on this machine")
-    return __import__(module)
+    return importlib.import_module(module)

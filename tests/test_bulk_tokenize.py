@@ -1,0 +1,58 @@
+"""gpu-text tokenize: .txt/.jsonl/.parquet in, Parquet or .npy out, nothing dropped or reordered."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from gpu_text.cli import main
+from gpu_text.demo import MODEL
+from gpu_text.tokenizer.tokenizer import Tokenizer
+from tests.conftest import require
+
+DOCS = ["In the beginning God created the heaven and the earth.", "", "满纸荒唐言，一把辛酸泪。", "  spaced   out  ",
+        "x" * 5000]
+
+
+def expected_ids() -> list[list[int]]:
+    return Tokenizer.from_model_file(MODEL).encode(DOCS, backend="cpu").ids.to_pylist()
+
+
+def test_txt_to_parquet_with_offsets(tmp_path):
+    pq = require("pyarrow.parquet")
+    source = tmp_path / "docs.txt"
+    source.write_text("\n".join(DOCS) + "\n", encoding="utf-8")
+    out = tmp_path / "ids.parquet"
+    assert main(["tokenize", "--model", str(MODEL), "--offsets", "--chunk-mb", "1", "--backend", "cpu", str(source),
+                 str(out)]) == 0
+    table = pq.read_table(out)
+    assert table.column("ids").to_pylist() == expected_ids()
+    starts, ends = table.column("starts").to_pylist(), table.column("ends").to_pylist()
+    raw = [d.encode() for d in DOCS]
+    # every token's span lies inside its document, in order
+    for doc, s, e in zip(raw, starts, ends):
+        assert all(0 <= a <= b <= len(doc) for a, b in zip(s, e)) and s == sorted(s)
+
+
+def test_jsonl_and_parquet_inputs_to_npy(tmp_path):
+    pa = require("pyarrow")
+    pq = require("pyarrow.parquet")
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_text("".join(json.dumps({"body": d, "n": i}) + "\n" for i, d in enumerate(DOCS)), encoding="utf-8")
+    parquet = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"body": DOCS}), parquet)
+    out = tmp_path / "ids.npy"
+    assert main(["tokenize", "--model", str(MODEL), "--field", "body", "--backend", "cpu", str(jsonl), str(parquet),
+                 str(out)]) == 0
+    ids = np.load(tmp_path / "ids.ids.npy")
+    offsets = np.load(tmp_path / "ids.offsets.npy")
+    assert offsets.size == 2 * len(DOCS) + 1
+    rows = [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
+    assert rows == expected_ids() * 2
+
+
+def test_missing_field_is_a_clear_error(tmp_path, capsys):
+    jsonl = tmp_path / "docs.jsonl"
+    jsonl.write_text('{"text": "a"}\n', encoding="utf-8")
+    assert main(["tokenize", "--model", str(MODEL), "--field", "body", str(jsonl), str(tmp_path / "o.parquet")]) == 2
+    assert "no field 'body'" in capsys.readouterr().err
