@@ -2,8 +2,8 @@
 pre-tokenizer (``piece_tokenizer.PreTokenizer``) on real and generated text."""
 from __future__ import annotations
 
-from pathlib import Path
 from itertools import islice
+from pathlib import Path
 
 import numpy as np
 import pytest

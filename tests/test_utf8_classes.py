@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from gpu_text import utf8
 from gpu_text.ragged import RaggedArray
 from gpu_text.utf8 import CharClass

@@ -3,6 +3,7 @@ dropped, the space symbol becomes a space. Batched with array gathers (CuPy kern
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 import numpy as np
 
 from gpu_text.backend import Backend, get_backend

@@ -11,12 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch, as_text_batch
 from gpu_text.ragged import RaggedArray, row_ids
-from gpu_text.tokenizer.bpe import SPACE_SYMBOL, BPEModel, PieceType
+from gpu_text.tokenizer.bpe import SPACE_SYMBOL, BPEModel
 from gpu_text.tokenizer.decoder import Decoder
 from gpu_text.tokenizer.normalizer import Normalizer
 from gpu_text.tokenizer.pre_tokenizer import PreTokenizer

@@ -37,7 +37,7 @@ import numpy as np
 from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch, as_text_batch
 from gpu_text.ragged import row_ids
-from gpu_text.textio import DEFAULT_CHUNK_BYTES, iter_line_batches, lines_to_batch
+from gpu_text.textio import DEFAULT_CHUNK_BYTES, iter_line_batches
 from gpu_text.tokenizer.bpe import BPEModel, PieceType, byte_piece
 from gpu_text.tokenizer.model_file import CounterSpec, PieceTable, PreTokenizerSpec, TokenizerModel, write_model_file
 from gpu_text.tokenizer.normalizer import Normalizer
