@@ -199,30 +199,40 @@ def _span_hashes(data, starts, ends):
     return hashes
 
 
+@njit(inline="always", **_JIT)
+def _same_bytes(data, starts, ends, a, b):
+    n = ends[a] - starts[a]
+    if n != ends[b] - starts[b]:
+        return False
+    for i in range(n):
+        if data[starts[a] + i] != data[starts[b] + i]:
+            return False
+    return True
+
+
 @njit(**_JIT)
-def _first_copies(data, starts, ends, hashes, order):
-    """For every pre-token, the first pre-token with the same bytes (itself when it is the first).
-    Equal hashes are confirmed byte by byte, so a hash collision only costs a separate encoding."""
-    first = np.arange(starts.size)
-    g = 0
-    while g < order.size:
-        h = g
-        while h < order.size and hashes[order[h]] == hashes[order[g]]:
-            h += 1
-        leader = order[g]  # `order` is a stable sort: the lowest index of the group comes first
-        for k in range(g + 1, h):
-            t = order[k]
-            n = ends[t] - starts[t]
-            if n != ends[leader] - starts[leader]:
-                continue
-            same = True
-            for i in range(n):
-                if data[starts[t] + i] != data[starts[leader] + i]:
-                    same = False
-                    break
-            if same:
+def _first_copies(data, starts, ends, hashes):
+    """For every pre-token, the first pre-token with the same bytes (itself when it is the first):
+    an open-addressing table keyed by the hash; equal hashes are confirmed byte by byte, so a
+    hash collision only costs a separate encoding."""
+    n = starts.size
+    size = 1
+    while size < 2 * n:
+        size *= 2
+    mask = np.uint64(size - 1)
+    table = np.full(size, -1, np.int64)
+    first = np.arange(n)
+    for t in range(n):
+        slot = np.int64(hashes[t] & mask)
+        while True:
+            leader = table[slot]
+            if leader < 0:
+                table[slot] = t
+                break
+            if hashes[leader] == hashes[t] and _same_bytes(data, starts, ends, leader, t):
                 first[t] = leader
-        g = h
+                break
+            slot = (slot + 1) & (size - 1)
     return first
 
 
@@ -233,7 +243,7 @@ def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores,
     to the other occurrences (the CUDA twin merges every occurrence; the ids are the same).
     """
     hashes = _span_hashes(data, token_starts, token_ends)
-    first = _first_copies(data, token_starts, token_ends, hashes, np.argsort(hashes, kind="stable"))
+    first = _first_copies(data, token_starts, token_ends, hashes)
     distinct = np.flatnonzero(first == np.arange(first.size))
     length = np.empty(data.size, np.int32)
     nxt = np.empty(data.size, np.int32)

@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit, prange
 
 from cpu_fallback.utf8 import sequence_at
-from gpu_text.trie.double_array import trie_step, walk_prefixes
+from gpu_text.trie.double_array import trie_step, trie_value, walk_prefixes
 
 _JIT = dict(cache=True, nogil=True)
 _SPACE = 0x20
@@ -21,11 +21,11 @@ _FROM_TARGETS, _FROM_DATA, _FROM_REPLACEMENT = 0, 1, 2
 
 
 @njit(inline="always", **_JIT)
-def _step(state, check, label, eow, target_offsets, data, i, end, none, root_edges):
+def _step(state, check, label, eow, target_offsets, data, i, end, none, match_starts):
     """The step at data[i]: (bytes consumed, where its output is, output start, output end).
     ``none``: an empty array for walk_prefixes' unused outputs (allocated once per string, not per step).
-    ``root_edges[b]``: whether any charsmap source starts with byte b (most text needs no trie walk)."""
-    if not root_edges[data[i]] and data[i] < 0x80:
+    ``match_starts[b]`` (its first 256 entries): whether any charsmap source starts with byte b."""
+    if not match_starts[data[i]] and data[i] < 0x80:
         return 1, _FROM_DATA, i, i + 1
     _, stop, value = walk_prefixes(state, check, label, eow, data, i, end, none, none, 0, False)
     if value >= 0:
@@ -48,13 +48,13 @@ def _byte(source, p, targets, data, replacement):
 
 @njit(**_JIT)
 def _row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol, collapse, dummy, replacement,
-         out, align, at, write, root_edges):
+         out, align, at, write, match_starts):
     """Untrimmed output of one string (written at ``out[at:]`` when ``write``); returns its length."""
     none = np.zeros(0, np.int64)
     i = begin
     if collapse:  # steps that give exactly one space are skipped at the start
         while i < end:
-            step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end, none, root_edges)
+            step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end, none, match_starts)
             if b - a != 1 or _byte(src, a, targets, data, replacement) != _SPACE:
                 break
             i += step
@@ -70,7 +70,17 @@ def _row(state, check, label, eow, targets, target_offsets, data, begin, end, sy
     prev_space = collapse
     while i < end:
         first = data[i]
-        if first != _SPACE and not root_edges[first]:  # the common case: no map entry starts here
+        if first == _SPACE and _no_match_at(match_starts, data, i, end):
+            if not prev_space:  # a space after a space is dropped when collapsing (prev_space is False otherwise)
+                for k in range(symbol.size):
+                    if write:
+                        out[at + n] = symbol[k]
+                        align[at + n] = i - begin
+                    n += 1
+            prev_space = collapse
+            i += 1
+            continue
+        if first != _SPACE and _no_match_at(match_starts, data, i, end):
             width = 1 if first < 0x80 else sequence_at(data, i, end)[0]
             if width > 0:  # a well-formed character: copied as it is
                 for k in range(width):
@@ -81,7 +91,7 @@ def _row(state, check, label, eow, targets, target_offsets, data, begin, end, sy
                 prev_space = False
                 i += width
                 continue
-        step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end, none, root_edges)
+        step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end, none, match_starts)
         if prev_space:
             while a < b and _byte(src, a, targets, data, replacement) == _SPACE:
                 a += 1
@@ -106,13 +116,13 @@ def _row(state, check, label, eow, targets, target_offsets, data, begin, end, sy
 
 @njit(parallel=True, **_JIT)
 def _rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy, row_offsets,
-          out, align, write, root_edges):
+          out, align, write, match_starts):
     n_rows = offsets.size - 1
     lengths = np.zeros(n_rows, np.int64)
     for r in prange(n_rows):
         at = row_offsets[r]
         n = _row(state, check, label, eow, targets, target_offsets, data, offsets[r], offsets[r + 1], symbol,
-                 collapse, dummy, _REPLACEMENT, out, align, at, write, root_edges)
+                 collapse, dummy, _REPLACEMENT, out, align, at, write, match_starts)
         if write and collapse:  # strip trailing space symbols
             m = symbol.size
             while n >= m:
@@ -128,12 +138,36 @@ def _rows(state, check, label, eow, targets, target_offsets, data, offsets, symb
     return lengths
 
 
+@njit(inline="always", **_JIT)
+def _no_match_at(starts, data, i, end):
+    """True when no map entry matches at data[i] (the common case, decided by table lookups).
+
+    ``starts[b]``: 0 when no entry starts with byte b; 1 when one does. For an ASCII byte b,
+    ``starts[256 * (b + 1) + c]`` says whether an entry is b itself or continues with byte c
+    (ASCII letters begin letter + combining-mark entries, but are rarely followed by the mark)."""
+    first = data[i]
+    if starts[first] == 0:
+        return True
+    if first >= 0x80 or i + 1 >= end:
+        return False
+    return starts[256 * (first + 1) + data[i + 1]] == 0
+
+
 @njit(**_JIT)
-def _root_edges(state, check, label):
-    edges = np.zeros(256, np.bool_)
+def _match_starts(state, check, label, eow):
+    """The table :func:`_no_match_at` reads: 256 first-byte flags, then 128 rows of 256 for ASCII."""
+    starts = np.zeros(256 + 128 * 256, np.uint8)
     for b in range(1, 256):
-        edges[b] = trie_step(state, check, label, 0, np.uint8(b)) >= 0
-    return edges
+        node = trie_step(state, check, label, 0, np.uint8(b))
+        if node < 0:
+            continue
+        starts[b] = 1
+        if b < 0x80:
+            whole = trie_value(state, check, label, eow, node) >= 0
+            for c in range(256):
+                if whole or trie_step(state, check, label, node, np.uint8(c)) >= 0:
+                    starts[256 * (b + 1) + c] = 1
+    return starts
 
 
 @njit(parallel=True, **_JIT)
@@ -156,14 +190,14 @@ def normalize_text(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow:
     ``targets[target_offsets[t]:target_offsets[t + 1]]``. ``symbol``: what a space becomes.
     ``collapse``: remove extra whitespace; ``dummy``: add the dummy prefix."""
     none8, none64 = np.zeros(0, np.uint8), np.zeros(0, np.int64)
-    root_edges = _root_edges(state, check, label)
+    match_starts = _match_starts(state, check, label, eow)
     row_offsets = np.zeros(offsets.size, np.int64)
     np.cumsum(_rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy,
-                    row_offsets, none8, none64, False, root_edges), out=row_offsets[1:])
+                    row_offsets, none8, none64, False, match_starts), out=row_offsets[1:])
     total = int(row_offsets[-1])
     out, align = np.empty(total, np.uint8), np.empty(total, np.int64)
     lengths = _rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy,
-                    row_offsets, out, align, True, root_edges)
+                    row_offsets, out, align, True, match_starts)
     new_offsets = np.zeros(offsets.size, np.int64)
     np.cumsum(lengths, out=new_offsets[1:])
     packed = np.empty(int(new_offsets[-1]), np.uint8)
