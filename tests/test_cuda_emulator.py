@@ -3,12 +3,20 @@ tests/cuda_emulator/kernels checked against numpy: results, partial warps, share
 atomics, the deadlock reports, argument checking and the build cache."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+
+from tests.conftest import require
+
+# The device check (GPU_TEXT_SKIP_EMULATION=1) spends its minutes on the GPU; CI runs these.
+pytestmark = pytest.mark.skipif(os.environ.get("GPU_TEXT_SKIP_EMULATION") == "1",
+                                reason="emulator self-tests run in CI, not in the device check")
+require("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from tests.cuda_emulator.emulator import EmulatedModule, EmulationError
 

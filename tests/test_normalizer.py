@@ -9,8 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from gpu_text.tokenizer.normalizer import (
     CHARSMAP_DIR,
@@ -23,6 +21,9 @@ from gpu_text.tokenizer.sentencepiece_model import read_normalizer_spec
 from tests.conftest import require, shared_data
 
 spm = require("sentencepiece")
+require("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 SPM_RULES = {"NFKC": "nfkc", "NMT_NFKC": "nmt_nfkc", "NFKC_CF": "nfkc_cf", "NMT_NFKC_CF": "nmt_nfkc_cf"}
 ADVERSARIAL = [
