@@ -5,11 +5,36 @@ import json
 import os
 import platform
 import statistics
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpu_text.timing import measure  # noqa: F401  (re-exported for the benchmark modules)
+
+
+def cpu_thread_counts() -> Iterator[int]:
+    """1 and then every core, with Numba set to that many threads; all cores again afterwards."""
+    import numba
+
+    all_threads = numba.config.NUMBA_NUM_THREADS
+    try:
+        for threads in sorted({1, all_threads}):
+            numba.set_num_threads(threads)
+            yield threads
+    finally:
+        numba.set_num_threads(all_threads)
+
+
+def on_gpu(batch: Any) -> tuple[Any, Any, Callable[[], None]] | None:
+    """(cuda backend, ``batch`` copied to the GPU, stream sync) when a GPU is usable, else None."""
+    from gpu_text.backend import cuda_unavailable_reason, get_backend
+
+    if cuda_unavailable_reason() is not None:
+        return None
+    import cupy
+
+    return get_backend("cuda"), batch.to_device(cupy), cupy.cuda.get_current_stream().synchronize
 
 
 @dataclass

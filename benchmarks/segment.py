@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numba
-
 from benchmarks.corpora import load_lines
-from benchmarks.harness import Config, Measurement, measure
+from benchmarks.harness import Config, Measurement, cpu_thread_counts, measure, on_gpu
 from gpu_text import TextBatch
-from gpu_text.backend import cuda_unavailable_reason, get_backend
+from gpu_text.backend import get_backend
 from gpu_text.segment import Segmenter, load_dictionary
 from gpu_text.trie import DoubleArrayTrie
 
@@ -38,20 +36,14 @@ def run(config: Config) -> list[Measurement]:
                             sum(map(len, words)), notes="trie build; target < 2 s on one core"))
     segmenter = Segmenter(load_dictionary(dict_path), compat="jieba")
     cpu = get_backend("cpu")
-    all_threads = numba.config.NUMBA_NUM_THREADS
-    for threads in sorted({1, all_threads}):
-        numba.set_num_threads(threads)
+    for threads in cpu_thread_counts():
         rows.append(Measurement("segment", name, "gpu_text[cpu] Segmenter(compat='jieba')", threads,
                                 measure(lambda: segmenter.segment(batch, cpu), config.repeat), batch.nbytes, peer=PEER,
                                 notes="spans; same words as jieba on Han text"))
-    numba.set_num_threads(all_threads)
-    if cuda_unavailable_reason() is None:
-        import cupy
-
-        gpu = get_backend("cuda")
-        on_device = batch.to_device(cupy)
+    gpu = on_gpu(batch)
+    if gpu is not None:
+        be, on_device, sync = gpu
         rows.append(Measurement("segment", name, "gpu_text[cuda] Segmenter(compat='jieba')", "GPU",
-                                measure(lambda: segmenter.segment(on_device, gpu), config.repeat,
-                                        cupy.cuda.get_current_stream().synchronize), batch.nbytes, peer=PEER,
-                                notes="input and spans on the GPU"))
+                                measure(lambda: segmenter.segment(on_device, be), config.repeat, sync), batch.nbytes,
+                                peer=PEER, notes="input and spans on the GPU"))
     return rows

@@ -9,9 +9,9 @@ from pathlib import Path
 import numba
 
 from benchmarks.corpora import load_lines
-from benchmarks.harness import Config, Measurement, measure
+from benchmarks.harness import Config, Measurement, cpu_thread_counts, measure, on_gpu
 from gpu_text import TextBatch
-from gpu_text.backend import cuda_unavailable_reason, get_backend
+from gpu_text.backend import get_backend
 from gpu_text.tokenizer.tokenizer import Tokenizer
 
 VOCAB = 8000
@@ -67,28 +67,22 @@ def run(config: Config) -> list[Measurement]:
             sp = spm.SentencePieceProcessor(model_file=model_path)
             ours = Tokenizer.from_sentencepiece(model_path)
             cpu = get_backend("cpu")
-            all_threads = numba.config.NUMBA_NUM_THREADS
-            for threads in sorted({1, all_threads}):
+            for threads in cpu_thread_counts():
                 rows.append(Measurement("tokenize", name, PEER, threads,
                                         measure(lambda: sp.encode(texts, num_threads=threads), config.repeat),
                                         batch.nbytes, notes="sentencepiece 0.2, same .model"))
                 rows.append(Measurement("tokenize", name, "HF tokenizers BPE", threads,
                                         measure(lambda: hf.encode_batch(texts), config.repeat), batch.nbytes,
                                         peer=PEER, notes="own BPE, same vocab size; RAYON threads = all cores"))
-                numba.set_num_threads(threads)
                 rows.append(Measurement("tokenize", name, "gpu_text[cpu]", threads,
                                         measure(lambda: ours.encode(batch, cpu), config.repeat), batch.nbytes,
                                         peer=PEER, notes="imported .model, identical ids"))
-            numba.set_num_threads(all_threads)
-            if cuda_unavailable_reason() is None:
-                import cupy
-
-                gpu = get_backend("cuda")
-                on_device = batch.to_device(cupy)
+            gpu = on_gpu(batch)
+            if gpu is not None:
+                be, on_device, sync = gpu
                 rows.append(Measurement("tokenize", name, "gpu_text[cuda]", "GPU",
-                                        measure(lambda: ours.encode(on_device, gpu), config.repeat,
-                                                cupy.cuda.get_current_stream().synchronize), batch.nbytes,
-                                        peer=PEER, notes="text and ids on the GPU"))
+                                        measure(lambda: ours.encode(on_device, be), config.repeat, sync),
+                                        batch.nbytes, peer=PEER, notes="text and ids on the GPU"))
     rows += _one_megabyte_pre_tokens(config)
     for m in rows:  # compare each thread count with sentencepiece at the same count
         if m.peer == PEER:

@@ -5,13 +5,12 @@ Throughput is input bytes per second.
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from benchmarks.corpora import load_lines
-from benchmarks.harness import Config, Measurement, measure
+from benchmarks.harness import Config, Measurement, cpu_thread_counts, measure, on_gpu
 from gpu_text import TextBatch, utf8
-from gpu_text.backend import cuda_unavailable_reason, get_backend
+from gpu_text.backend import get_backend
 
 PEER = "CPython bytes.decode"
 
@@ -53,22 +52,16 @@ def run(config: Config) -> list[Measurement]:
                                 notes="no validation"))
 
         cpu = get_backend("cpu")
-        all_threads = numba.config.NUMBA_NUM_THREADS
-        for threads in sorted({1, all_threads}):
-            numba.set_num_threads(threads)
+        for threads in cpu_thread_counts():
             rows.append(Measurement("utf8_decode", name, "gpu_text[cpu] decode", threads,
                                     measure(lambda: utf8.decode(batch, cpu), r), batch.nbytes, peer=PEER,
                                     notes="codepoints + byte offsets, validated"))
             rows.append(Measurement("utf8_decode", name, "gpu_text[cpu] validate", threads,
                                     measure(lambda: utf8.validate(batch, cpu), r), batch.nbytes, peer=PEER))
-        numba.set_num_threads(all_threads)
 
-        if cuda_unavailable_reason() is None:
-            import cupy
-
-            gpu = get_backend("cuda")
-            sync = cupy.cuda.get_current_stream().synchronize
-            on_device = batch.to_device(cupy)
+        gpu_setup = on_gpu(batch)
+        if gpu_setup is not None:
+            gpu, on_device, sync = gpu_setup
             rows.append(Measurement("utf8_decode", name, "gpu_text[cuda] decode (on device)", "GPU",
                                     measure(lambda: utf8.decode(on_device, gpu), r, sync), batch.nbytes, peer=PEER,
                                     notes="input and output stay on the GPU"))
