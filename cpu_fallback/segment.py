@@ -20,8 +20,8 @@ def _char_at(data, i, end):
 
 @njit(**_JIT)
 def _tokens_of_string(data, begin, end, starts, ends, is_han, out):
-    """Writes the tokens of data[begin:end] from index `out` (when starts is not None) and
-    returns how many there are."""
+    """Counts the tokens of data[begin:end] and, when ``starts`` is not empty, writes them from
+    index ``out``."""
     count = 0
     i = begin
     prev_class = -1
@@ -36,11 +36,10 @@ def _tokens_of_string(data, begin, end, starts, ends, is_han, out):
         elif prev_class == -1:
             kind = 1
         else:
-            next_alpha = False
-            if nxt < end:
+            inner = False
+            if cp == APOSTROPHE and prev_class == CLASS_ALPHA and nxt < end:  # look ahead only here
                 ncp, _ = _char_at(data, nxt, end)
-                next_alpha = class_of(ncp) == CLASS_ALPHA
-            inner = cp == APOSTROPHE and prev_class == CLASS_ALPHA and next_alpha
+                inner = class_of(ncp) == CLASS_ALPHA
             after = c == CLASS_ALPHA and prev_cp == APOSTROPHE and prev_prev_class == CLASS_ALPHA
             if inner or after:
                 kind = 2

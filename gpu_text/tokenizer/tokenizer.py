@@ -123,7 +123,8 @@ class Tokenizer:
         offsets = xp.zeros(n_rows + 1, xp.int64)
         xp.cumsum(lengths, out=offsets[1:])
         first = offsets[:-1] + int(add_bos)  # where each row's original ids go
-        moved = first[row_ids(ids.offsets)] + xp.arange(ids.values.size, dtype=xp.int64) - ids.offsets[:-1][row_ids(ids.offsets)]
+        rows = row_ids(ids.offsets)
+        moved = first[rows] + xp.arange(ids.values.size, dtype=xp.int64) - ids.offsets[:-1][rows]
 
         def spread(values: Any, bos_value: Any, eos_value: Any) -> Any:
             out = xp.empty(int(offsets[-1]), values.dtype)
