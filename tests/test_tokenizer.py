@@ -1,0 +1,43 @@
+"""The Tokenizer pipeline: specials, padding, offsets into the original text, lossless round trip."""
+from __future__ import annotations
+
+from gpu_text.demo import MODEL
+from gpu_text.tokenizer import BPEModel, Normalizer, PreTokenizer, Tokenizer
+from gpu_text.tokenizer.bpe import byte_piece
+from tests.conftest import require
+
+
+def test_bos_eos_and_padding():
+    tok = Tokenizer.from_model_file(MODEL)
+    plain = tok.encode(["ab cd", ""]).ids.to_pylist()
+    enc = tok.encode(["ab cd", ""], add_bos=True, add_eos=True, with_offsets=True)
+    assert enc.ids.to_pylist() == [[tok.bos_id] + plain[0] + [tok.eos_id], [tok.bos_id, tok.eos_id]]
+    assert enc.starts.to_pylist()[0][0] == 0 and enc.ends.to_pylist()[0][-1] == 5
+    padded, lengths = tok.encode_padded(["ab cd", ""], max_length=3)
+    assert lengths.tolist() == [min(3, len(plain[0])), 0] and padded.shape == (2, 3)
+
+
+def test_offsets_point_into_the_original_text():
+    tok = Tokenizer.from_model_file(MODEL)
+    texts = ["  In the   beginning ", "满纸荒唐言，一把辛酸泪。"]
+    enc = tok.encode(texts, with_offsets=True)
+    for text, ids, starts, ends in zip(texts, enc.ids.to_pylist(), enc.starts.to_pylist(), enc.ends.to_pylist()):
+        raw = text.encode()
+        assert len(ids) == len(starts) and all(0 <= a <= b <= len(raw) for a, b in zip(starts, ends))
+        assert starts == sorted(starts)
+
+
+def test_lossless_round_trip_with_reconstruct():
+    hypothesis = require("hypothesis")
+    strategies = hypothesis.strategies
+    pieces = ["<unk>", "<s>", "</s>"] + [byte_piece(b) for b in range(256)] + ["▁", "a", "ab"]
+    types = [2, 3, 3] + [6] * 256 + [1, 1, 1]
+    tok = Tokenizer(BPEModel(pieces, [0.0] * 259 + [-1.0, -2.0, 0.0], types), Normalizer("no", reconstruct=True),
+                    PreTokenizer())
+
+    @hypothesis.settings(max_examples=200, deadline=None)
+    @hypothesis.given(strategies.lists(strategies.text(), max_size=5))
+    def round_trip(texts):
+        assert tok.decode_batch(tok.encode(texts, backend="cpu").ids) == texts
+
+    round_trip()
