@@ -5,8 +5,13 @@ import numpy as np
 import pytest
 
 from gpu_text.tokenizer.bpe import BPEModel, PieceType, byte_piece
+from tests.conftest import require
 from tests.reference import bpe as reference
 from tests.test_utf8_kernels import host
+
+hypothesis = require("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 ALPHABET = ["a", "b", "c", "▁", "你", "好", "é", "1"]
 
@@ -67,3 +72,42 @@ def test_megabyte_pre_tokens():
     model = BPEModel(["<unk>", "a", "aa", "aaaa", "你", "你你"], [0.0, -1.0, -2.0, -3.0, -1.0, -2.0], [2, 1, 1, 1, 1, 1])
     assert model.encode_strings(["a" * 1_000_000])[0] == [3] * 250_000
     assert model.encode_strings(["你" * 350_001])[0] == [5] * 175_000 + [4]
+
+
+def test_parts_repeat_and_long_parts(backend):
+    """Text that repeats (the CPU twin merges each distinct part once) with parts longer than its
+    short-part limit (merged with the heap) and characters that no piece contains."""
+    rng = np.random.default_rng(7)
+    model = random_model(rng, 200, byte_fallback=False)
+    words = ["".join(rng.choice(ALPHABET + ["z", "。"], int(rng.integers(1, 30)))) for _ in range(40)]
+    words += ["ab" * 50, "你好" * 40 + "z" + "ab" * 40]
+    raw = [rng.choice(words).encode() + (b"\xe4" if rng.random() < 0.05 else b"") for _ in range(3000)]
+    lengths = np.array([len(r) for r in raw], np.int64)
+    ends = np.cumsum(lengths)
+    data, starts = np.frombuffer(b"".join(raw), np.uint8), ends - lengths
+    got = model.encode_pre_tokens(data, starts, ends, backend)
+    want = reference.bpe_encode(data, starts, ends, *model.trie.arrays("cpu"), model.scores, model.byte_ids,
+                                model.unk_id)
+    for g, w in zip((got.ids, got.starts, got.ends, got.offsets), want):
+        np.testing.assert_array_equal(host(g), w)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.binary(min_size=1, max_size=4).filter(lambda b: 0 not in b), min_size=1, max_size=30),
+       texts=st.lists(st.binary(max_size=40), max_size=20), seed=st.integers(0, 2**16))
+def test_byte_level_pieces(pieces, texts, seed):
+    """Pieces and text of arbitrary bytes (malformed UTF-8 included): the CPU twin's cuts between
+    characters that no piece joins must agree with merging whole pre-tokens."""
+    pieces = sorted(set(pieces))
+    rng = np.random.default_rng(seed)
+    model = BPEModel([b"<unk>"] + pieces, [0.0] + rng.integers(-4, 1, len(pieces)).astype(float).tolist(),
+                     [PieceType.UNKNOWN] + [PieceType.NORMAL] * len(pieces))
+    texts = [t.replace(b"\0", b"") for t in texts] + [pieces[0] * 3]
+    lengths = np.array([len(t) for t in texts], np.int64)
+    ends = np.cumsum(lengths)
+    data, starts = np.frombuffer(b"".join(texts), np.uint8), ends - lengths
+    got = model.encode_pre_tokens(data, starts, ends, "cpu")
+    want = reference.bpe_encode(data, starts, ends, *model.trie.arrays("cpu"), model.scores, model.byte_ids,
+                                model.unk_id)
+    for g, w in zip((got.ids, got.starts, got.ends, got.offsets), want):
+        np.testing.assert_array_equal(g, w)

@@ -7,7 +7,8 @@ byte pieces (byte fallback), or the unknown id. Pre-token boundaries are never c
 
 Only NORMAL, USER_DEFINED and UNUSED pieces take part in merging (as in SentencePiece);
 UNKNOWN, CONTROL and BYTE pieces are reached by id only. Kernels: ``cuda/bpe.cu`` (one thread per
-pre-token, O(n log n) heap), ``cpu_fallback/bpe.py``.
+pre-token, O(n log n) heap), ``cpu_fallback/bpe.py`` (the same merge on the parts of each pre-token
+that no piece spans, each distinct part once: see :mod:`gpu_text.tokenizer.char_pairs`).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from gpu_text.backend import Backend, get_backend
+from gpu_text.tokenizer.char_pairs import char_pair_set
 from gpu_text.trie import DoubleArrayTrie
 
 SPACE_SYMBOL = "\u2581"
@@ -92,6 +94,7 @@ class BPEModel:
         mergeable = [i for i, t in enumerate(self.types) if t in MERGEABLE]
         words = [self.piece_bytes[i] for i in mergeable]
         self.trie = DoubleArrayTrie.build(words, np.array(mergeable, np.int32)) if words else None
+        self.char_pairs = char_pair_set(words)
 
     def __len__(self) -> int:
         return len(self.pieces)
@@ -114,7 +117,7 @@ class BPEModel:
         ids, id_starts, id_ends, offsets = be.op("bpe", "bpe_encode")(
             be.asarray(data), xp.ascontiguousarray(be.asarray(starts), dtype=xp.int64),
             xp.ascontiguousarray(be.asarray(ends), dtype=xp.int64), *trie, xp.asarray(self.scores),
-            xp.asarray(self.byte_ids), self.unk_id)
+            xp.asarray(self.byte_ids), self.unk_id, xp.asarray(self.char_pairs))
         return EncodedPreTokens(ids, id_starts, id_ends, offsets)
 
     def encode_strings(self, pre_tokens: Sequence[str], backend: str | Backend | None = "cpu") -> list[list[int]]:

@@ -27,20 +27,23 @@ def encode_token(raw: bytes, pieces: dict[bytes, int], scores: list[float], byte
         k = best[1]
         symbols[k:k + 2] = [(symbols[k][0], symbols[k + 1][1])]
     out = []
+    previous_unknown = False
     for a, b in symbols:
         pid = pieces.get(raw[a:b])
         if pid is not None:
             out.append((pid, a, b))
         elif byte_ids[0] >= 0:
             out.extend((byte_ids[raw[i]], i, i + 1) for i in range(a, b))
-        elif out and out[-1][0] == unk_id and out[-1][2] == a and pieces.get(raw[out[-1][1]:a]) is None:
+        elif previous_unknown:
             out[-1] = (unk_id, out[-1][1], b)  # a run of unknown symbols is one unknown token
         else:
             out.append((unk_id, a, b))
+        previous_unknown = pid is None and byte_ids[0] < 0
     return out
 
 
-def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores, byte_ids, unk_id):
+def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores, byte_ids, unk_id, pairs=None):
+    """Merges every pre-token whole (``pairs``, the CPU twin's shortcut, is not needed)."""
     from gpu_text.trie import DoubleArrayTrie
 
     trie = DoubleArrayTrie(state, check, label, eow)
