@@ -32,7 +32,8 @@ def count_tokens(model: TrainedModel, trainer: BPETrainer, lines: list[bytes], c
     bpe = model.bpe_model()
     total = 0
     for i in range(0, len(lines), chunk):
-        text = trainer.normalizer.normalize(TextBatch.from_strings(lines[i:i + chunk]), "cpu").text
+        batch = TextBatch.from_strings(lines[i:i + chunk])
+        text = trainer.normalizer.normalize(batch, "cpu", with_alignment=False).text
         pre = trainer.pre_tokenizer.pre_tokenize(text, "cpu")
         starts, ends = pre.starts.to_numpy(), pre.ends.to_numpy()
         base = text.offsets[:-1][row_ids(starts.offsets)]

@@ -1,32 +1,89 @@
-"""Numba twin of ``cuda/bpe.cu``: BPE encoding by replaying merges in score order, parallel over
-pre-tokens. O(n log n) per pre-token (a binary heap of candidate pairs, stale pairs skipped)."""
+"""Numba twin of ``cuda/bpe.cu``: BPE encoding by replaying merges in score order.
+
+Where the GPU gives every pre-token a thread, the CPU first cuts each pre-token between characters
+that no piece joins (:mod:`gpu_text.tokenizer.merge_tables`): the parts are independent and short,
+and natural text repeats them, so each chunk of pre-tokens merges every distinct part once and
+copies the result to its repeats. Symbols are piece ids (characters that are no piece have ids
+past the pieces), so a candidate pair is one hash lookup. Short parts find the best pair by a scan;
+long ones (a line of ``aaaa…``) use a binary heap with stale entries skipped: O(n log n).
+"""
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import njit, prange
 
-from cpu_fallback.utf8 import sequence_at
-from gpu_text.tokenizer.char_pairs import char_at, has_char_pair
-from gpu_text.trie.double_array import trie_step, trie_value
+from cpu_fallback.borrow import borrow
+from cpu_fallback.chunks import chunk_bounds
+from gpu_text.tokenizer.merge_tables import char_at, lookup, pair_key
 
 _JIT = dict(cache=True, nogil=True)
+SHORT = 64  # parts of at most this many bytes are merged by scanning for the best pair (no heap)
+_BASIS, _PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)  # FNV-1a over packed characters
+_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 @njit(inline="always", **_JIT)
-def _node_id(state, check, label, eow, node):
-    """The piece id of a symbol from its trie node (-1: not a piece)."""
-    return trie_value(state, check, label, eow, node) if node > 0 else -1
+def _merged(merge_keys, merge_ids, left, right):
+    """The piece symbols ``left`` and ``right`` join into, or -1."""
+    if left < 0 or right < 0:
+        return -1
+    return lookup(merge_keys, merge_ids, pair_key(left, right))
 
 
 @njit(inline="always", **_JIT)
-def _walk(state, check, label, node, data, begin, end):
-    """The trie node reached from ``node`` over data[begin:end), or -1."""
-    for i in range(begin, end):
-        if node < 0:
-            return -1
-        node = trie_step(state, check, label, node, data[i])
-    return node
+def _split_chars(data, begin, end, char_keys, char_ids, sym_start, sym_id):
+    """One symbol per character of data[begin:end); returns their number (sym_start[n] = end)."""
+    n = 0
+    p = begin
+    while p < end:
+        width, key = char_at(data, p, end)
+        sym_start[n] = p
+        sym_id[n] = lookup(char_keys, char_ids, key)
+        n += 1
+        p += width
+    sym_start[n] = end
+    return n
+
+
+@njit(inline="always", **_JIT)
+def _write(length, pid, n_pieces, sym_start, sym_id, n):
+    """``length`` and ``pid`` (-1 for a character that is no piece) at each symbol start."""
+    for k in range(n):
+        at = sym_start[k]
+        length[at] = sym_start[k + 1] - at
+        for q in range(at + 1, sym_start[k + 1]):
+            length[q] = 0
+        pid[at] = sym_id[k] if sym_id[k] < n_pieces else -1
+
+
+@njit(**_JIT)
+def merge_short(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, length, pid, sym_start, sym_id,
+                pair_id, pair_score):
+    """Merge data[begin:end) by scanning every pair for the best at each step (few symbols: cheaper
+    than a heap). The four scratch arrays hold SHORT + 1 entries (arrays are passed one by one:
+    a tuple of arrays costs reference counting at every call)."""
+    n = _split_chars(data, begin, end, char_keys, char_ids, sym_start, sym_id)
+    for k in range(n - 1):
+        pair_id[k] = _merged(merge_keys, merge_ids, sym_id[k], sym_id[k + 1])
+        pair_score[k] = scores[pair_id[k]] if pair_id[k] >= 0 else 0
+    while True:
+        best = -1
+        for k in range(n - 1):
+            if pair_id[k] >= 0 and (best < 0 or pair_score[k] > pair_score[best]):  # ties: the leftmost
+                best = k
+        if best < 0:
+            break
+        sym_id[best] = pair_id[best]
+        n -= 1
+        for k in range(best + 1, n):
+            sym_start[k], sym_id[k] = sym_start[k + 1], sym_id[k + 1]
+            pair_id[k], pair_score[k] = pair_id[k + 1], pair_score[k + 1]
+        sym_start[n] = end
+        for k in (best - 1, best):
+            if 0 <= k < n - 1:
+                pair_id[k] = _merged(merge_keys, merge_ids, sym_id[k], sym_id[k + 1])
+                pair_score[k] = scores[pair_id[k]] if pair_id[k] >= 0 else 0
+    _write(length, pid, scores.size, sym_start, sym_id, n)
 
 
 @njit(inline="always", **_JIT)
@@ -34,27 +91,27 @@ def _before(sa, la, sb, lb):
     return sa > sb or (sa == sb and la < lb)
 
 
-@njit(**_JIT)
-def _push(heap, hs, count, s, left, size, node):
-    """Heap rows are (left, size, node) in ``heap`` and the score in ``hs``."""
+@njit(inline="always", **_JIT)
+def _push(heap, hs, count, score, left, size, merged):
+    """Heap rows are (left symbol index, bytes of the pair, merged id) in ``heap``, scores in ``hs``."""
     i = count
     while i > 0:
         parent = (i - 1) // 2
-        if not _before(s, left, hs[parent], heap[parent, 0]):
+        if not _before(score, left, hs[parent], heap[parent, 0]):
             break
         hs[i] = hs[parent]
         heap[i, 0], heap[i, 1], heap[i, 2] = heap[parent, 0], heap[parent, 1], heap[parent, 2]
         i = parent
-    hs[i] = s
-    heap[i, 0], heap[i, 1], heap[i, 2] = left, size, node
+    hs[i] = score
+    heap[i, 0], heap[i, 1], heap[i, 2] = left, size, merged
     return count + 1
 
 
-@njit(**_JIT)
+@njit(inline="always", **_JIT)
 def _pop(heap, hs, count):
-    left, size, node = heap[0, 0], heap[0, 1], heap[0, 2]
+    left, size, merged = heap[0, 0], heap[0, 1], heap[0, 2]
     count -= 1
-    ls, ll, lz, ln = hs[count], heap[count, 0], heap[count, 1], heap[count, 2]
+    ls, ll, lz, lm = hs[count], heap[count, 0], heap[count, 1], heap[count, 2]
     i = 0
     while True:
         child = 2 * i + 1
@@ -68,135 +125,57 @@ def _pop(heap, hs, count):
         heap[i, 0], heap[i, 1], heap[i, 2] = heap[child, 0], heap[child, 1], heap[child, 2]
         i = child
     hs[i] = ls
-    heap[i, 0], heap[i, 1], heap[i, 2] = ll, lz, ln
-    return left, size, node, count
-
-
-@njit(**_JIT)
-def _offer(state, check, label, eow, scores, data, begin, length, node, left, right, heap, hs, count):
-    """Push (left, right) when their concatenation is a piece: walk on from left's trie node."""
-    if left < 0 or right < 0 or node[left] < 0:
-        return count
-    pair_node = _walk(state, check, label, node[left], data, begin + right, begin + right + length[right])
-    if pair_node <= 0:
-        return count
-    pid = trie_value(state, check, label, eow, pair_node)
-    if pid < 0:
-        return count
-    return _push(heap, hs, count, scores[pid], left, length[left] + length[right], pair_node)
-
-
-@njit(**_JIT)
-def merge_symbols(data, begin, end, state, check, label, eow, scores, length, nxt, node, prev, heap, hs):
-    """Merge the pre-token data[begin:end) into symbols: length[p] > 0 at each symbol start and
-    node[p] its trie node (-1 when it is not a path of the trie). ``prev`` (n) and the heap rows
-    ``heap`` (3n x 3) / ``hs`` (3n) are scratch: slices of batch-wide arrays, so that short
-    pre-tokens cost no allocation."""
-    n = end - begin
-    p = 0
-    last = -1
-    while p < n:
-        width, _ = sequence_at(data, begin + p, end)
-        width = max(width, 1)
-        length[p:p + width] = 0
-        length[p] = width
-        node[p] = _walk(state, check, label, 0, data, begin + p, begin + p + width)
-        prev[p] = last
-        nxt[p] = -1
-        if last >= 0:
-            nxt[last] = p
-        last = p
-        p += width
-    count = 0
-    p = 0
-    while p < n and nxt[p] >= 0:
-        count = _offer(state, check, label, eow, scores, data, begin, length, node, p, nxt[p], heap, hs, count)
-        p = nxt[p]
-    while count > 0:
-        left, size, pair_node, count = _pop(heap, hs, count)
-        right = nxt[left]
-        if length[left] == 0 or right < 0 or length[left] + length[right] != size:
-            continue  # stale: one side was merged away or grew since the pair was offered
-        length[left] = size
-        node[left] = pair_node
-        length[right] = 0
-        nxt[left] = nxt[right]
-        if nxt[right] >= 0:
-            prev[nxt[right]] = left
-        count = _offer(state, check, label, eow, scores, data, begin, length, node, prev[left], left, heap, hs, count)
-        count = _offer(state, check, label, eow, scores, data, begin, length, node, left, nxt[left], heap, hs, count)
-
-
-SHORT = 64  # parts of at most this many bytes are merged by scanning for the best pair (no heap)
+    heap[i, 0], heap[i, 1], heap[i, 2] = ll, lz, lm
+    return left, size, merged, count
 
 
 @njit(inline="always", **_JIT)
-def _pair(state, check, label, eow, scores, data, sym_start, sym_node, k):
-    """(trie node, score) of symbols k and k + 1 joined, or (-1, 0) when that is not a piece."""
-    if sym_node[k] < 0:
-        return -1, np.float32(0)
-    node = _walk(state, check, label, sym_node[k], data, sym_start[k + 1], sym_start[k + 2])
-    if node <= 0:
-        return -1, np.float32(0)
-    piece = trie_value(state, check, label, eow, node)
-    if piece < 0:
-        return -1, np.float32(0)
-    return node, scores[piece]
+def _offer(scores, merge_keys, merge_ids, sym_start, sym_id, nxt, n, left, heap, hs, count):
+    """Push the pair (left, its next symbol) when there is one and they join into a piece."""
+    if left < 0 or nxt[left] >= n:
+        return count
+    right = nxt[left]
+    merged = _merged(merge_keys, merge_ids, sym_id[left], sym_id[right])
+    if merged < 0:
+        return count
+    return _push(heap, hs, count, scores[merged], left, sym_start[nxt[right]] - sym_start[left], merged)
 
 
 @njit(**_JIT)
-def merge_short(data, begin, end, state, check, label, eow, scores, length, pid, sym_start, sym_node, pair_node,
-                pair_score):
-    """:func:`merge_symbols` for a short part: scan all pairs for the best one at every step (few
-    symbols: cheaper than a heap), then write ``length`` and ``pid`` at the symbol starts. The
-    four scratch arrays hold SHORT + 1 entries."""
-    n = 0
-    p = begin
-    while p < end:
-        width, _ = sequence_at(data, p, end)
-        width = max(width, 1)
-        sym_start[n] = p
-        sym_node[n] = _walk(state, check, label, 0, data, p, p + width)
-        n += 1
-        p += width
-    sym_start[n] = end
+def merge_long(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, length, pid):
+    """Merge data[begin:end) with a heap of candidate pairs; a popped pair is stale (skipped) when
+    either side was merged away or grew since it was offered."""
+    size = end - begin + 1
+    sym_start, sym_id = np.empty(size, np.int64), np.empty(size, np.int32)
+    nxt, prev = np.empty(size, np.int64), np.empty(size, np.int64)
+    heap, hs = np.empty((3 * size, 3), np.int64), np.empty(3 * size, np.float32)
+    n = _split_chars(data, begin, end, char_keys, char_ids, sym_start, sym_id)
+    for k in range(n):  # symbol n is a sentinel: sym_start[n] is the end
+        prev[k] = k - 1
+        nxt[k] = k + 1
+    count = 0
     for k in range(n - 1):
-        pair_node[k], pair_score[k] = _pair(state, check, label, eow, scores, data, sym_start, sym_node, k)
-    while True:
-        best = -1
-        for k in range(n - 1):
-            if pair_node[k] >= 0 and (best < 0 or pair_score[k] > pair_score[best]):  # ties: the leftmost
-                best = k
-        if best < 0:
-            break
-        sym_node[best] = pair_node[best]
-        n -= 1
-        for k in range(best + 1, n):
-            sym_start[k], sym_node[k] = sym_start[k + 1], sym_node[k + 1]
-            pair_node[k], pair_score[k] = pair_node[k + 1], pair_score[k + 1]
-        sym_start[n] = end
-        if best > 0:
-            pair_node[best - 1], pair_score[best - 1] = _pair(state, check, label, eow, scores, data, sym_start,
-                                                              sym_node, best - 1)
-        if best < n - 1:
-            pair_node[best], pair_score[best] = _pair(state, check, label, eow, scores, data, sym_start, sym_node,
-                                                      best)
-    for k in range(n):
+        count = _offer(scores, merge_keys, merge_ids, sym_start, sym_id, nxt, n, k, heap, hs, count)
+    alive = np.ones(n, np.bool_)
+    while count > 0:
+        left, size, merged, count = _pop(heap, hs, count)
+        right = nxt[left]
+        if not alive[left] or right >= n or sym_start[nxt[right]] - sym_start[left] != size:
+            continue
+        sym_id[left] = merged
+        alive[right] = False
+        nxt[left] = nxt[right]
+        prev[nxt[right]] = left
+        count = _offer(scores, merge_keys, merge_ids, sym_start, sym_id, nxt, n, prev[left], heap, hs, count)
+        count = _offer(scores, merge_keys, merge_ids, sym_start, sym_id, nxt, n, left, heap, hs, count)
+    k = 0
+    while k < n:
         at = sym_start[k]
-        length[at] = sym_start[k + 1] - at
-        for q in range(at + 1, sym_start[k + 1]):
+        length[at] = sym_start[nxt[k]] - at
+        for q in range(at + 1, sym_start[nxt[k]]):
             length[q] = 0
-        pid[at] = _node_id(state, check, label, eow, sym_node[k])
-
-
-@njit(**_JIT)
-def merge_long(data, begin, end, state, check, label, eow, scores, length, pid, nxt, node, prev, heap, hs):
-    """:func:`merge_symbols`, then ``pid`` at the symbol starts (scratch sized for ``end - begin``)."""
-    merge_symbols(data, begin, end, state, check, label, eow, scores, length[begin:end], nxt, node, prev, heap, hs)
-    p = 0
-    while p < end - begin:
-        pid[begin + p] = _node_id(state, check, label, eow, node[p])
-        p = nxt[p] if nxt[p] >= 0 else end - begin
+        pid[at] = sym_id[k] if sym_id[k] < scores.size else -1
+        k = nxt[k]
 
 
 @njit(inline="always", **_JIT)
@@ -207,83 +186,126 @@ def _same(data, a, b, n):
     return True
 
 
-_MIX = np.uint64(0x9E3779B97F4A7C15)
-_BASIS = np.uint64(0xCBF29CE484222325)
+def memo_rows(n_bytes: int) -> int:
+    """Rows of the memo of :func:`encode_pre_token` for about ``n_bytes`` of text.
+
+    >>> memo_rows(1000), memo_rows(10**9)
+    (2048, 65536)
+    """
+    return 1 << max(4, min(16, (2 * n_bytes - 1).bit_length()))
 
 
 @njit(**_JIT)
-def _encode_chunk(data, token_starts, token_ends, first, last, state, check, label, eow, scores, pairs, length, pid):
-    """Merge the pre-tokens first..last-1: each is cut where no piece spans two characters, and each
-    part is merged once per chunk (later copies are copied from the first, found by hash + bytes).
-    Fills ``length`` (bytes of the symbol starting at each position; 0 inside a symbol) and ``pid``
-    (its piece id, -1 when it is not a piece) at the symbol starts."""
-    longest = 1
-    chunk_bytes = 0
-    for t in range(first, last):
-        longest = max(longest, token_ends[t] - token_starts[t])
-        chunk_bytes += token_ends[t] - token_starts[t]
-    sym_start, sym_node = np.empty(SHORT + 1, np.int64), np.empty(SHORT + 1, np.int32)
-    pair_node, pair_score = np.empty(SHORT + 1, np.int32), np.empty(SHORT + 1, np.float32)
-    long_size = longest if longest > SHORT else 1
-    nxt, node, prev = np.empty(long_size, np.int32), np.empty(long_size, np.int32), np.empty(long_size, np.int32)
-    heap, hs = np.empty((3 * long_size, 3), np.int32), np.empty(3 * long_size, np.float32)
-    bits = 4
-    while (1 << bits) < min(2 * chunk_bytes, 1 << 16):
-        bits += 1
-    size = 1 << bits
-    # a row per slot: the part's hash, then its position << 16 | its length (0: empty); only parts
-    # shorter than 2**16 bytes are remembered, and only while the table is at most half full
-    memo = np.zeros((size, 2), np.int64)
-    filled = 0
-    for t in range(first, last):
-        begin, end = token_starts[t], token_ends[t]
-        part = begin
-        i = begin
-        h = _BASIS
-        if i < end:
-            width, key = char_at(data, i, end)
-        while i < end:
-            h = (h ^ key) * np.uint64(0x100000001B3)
-            after = i + width
-            if after < end:
-                next_width, next_key = char_at(data, after, end)
-                joined = has_char_pair(pairs, key, next_key)
-            else:
-                joined = False
-            if not joined:  # data[part:after) is merged on its own
-                n = after - part
-                if part == i:  # one character: nothing to merge
-                    length[part] = n
-                    for q in range(part + 1, after):
-                        length[q] = 0
-                    pid[part] = _node_id(state, check, label, eow, _walk(state, check, label, 0, data, part, after))
+def new_scratch(n):
+    """Scratch arrays of :func:`merge_short` for ``n`` chunks (row k for chunk k)."""
+    return (np.empty((n, SHORT + 1), np.int64), np.empty((n, SHORT + 1), np.int32), np.empty((n, SHORT + 1), np.int32),
+            np.empty((n, SHORT + 1), np.float32))
+
+
+@njit(inline="always", **_JIT)
+def _byte_hash(data, begin, end):
+    h = _BASIS
+    for k in range(begin, end):
+        h = (h ^ np.uint64(data[k])) * _PRIME
+    return h
+
+
+@njit(inline="always", **_JIT)
+def _memo_find(memo, data, h, begin, n):
+    """(slot, position of an earlier copy of data[begin:begin + n) or -1): the copy when the memo has
+    one (same hash, length and bytes), else the free slot where this one would go."""
+    size = memo.shape[0]
+    slot = np.int64((h * _MIX) >> np.uint64(32)) & (size - 1)
+    while memo[slot, 1] != 0:
+        at, at_size = memo[slot, 1] >> 16, memo[slot, 1] & 0xFFFF
+        if memo[slot, 0] == np.int64(h) and at_size == n and _same(data, at, begin, n):
+            return slot, at
+        slot = (slot + 1) & (size - 1)
+    return slot, -1
+
+
+@njit(inline="always", **_JIT)
+def _memo_put(memo, filled, slot, h, begin, n):
+    """Remember data[begin:begin + n) at ``slot`` (parts of 2**16 bytes or more are not remembered,
+    nor anything once the table is half full); returns the new number of filled rows."""
+    if 2 * filled < memo.shape[0] and n < (1 << 16):
+        memo[slot, 0], memo[slot, 1] = np.int64(h), (begin << 16) | n
+        return filled + 1
+    return filled
+
+
+@njit(inline="always", **_JIT)
+def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, join_keys, join_values, length,
+                     pid, memo, filled, sym_start, sym_id, pair_id, pair_score):
+    """Merge the pre-token data[begin:end); returns (memo rows filled, where its symbols are).
+
+    The symbols are described by ``length`` (bytes of the symbol starting at each position; 0 inside
+    a symbol) and ``pid`` (its piece id, -1 when it is not a piece) at the symbol starts: at
+    ``begin``, or at an earlier copy of the same bytes. Natural text repeats itself, so ``memo``
+    (rows of hash, then position << 16 | length; 0 when empty) remembers where each pre-token and
+    each part was merged: first the whole pre-token is looked up (words repeat), then it is cut
+    where no piece joins two characters and each part is looked up (a Chinese line is one
+    pre-token, its parts repeat). The last four arrays are :func:`new_scratch`."""
+    n_pieces = scores.size
+    if begin == end:
+        return filled, begin
+    word = end - begin <= SHORT  # longer pre-tokens (lines without spaces) rarely repeat whole
+    if word:
+        whole, at = _memo_find(memo, data, _byte_hash(data, begin, end), begin, end - begin)
+        if at >= 0:
+            return filled, at
+    part = i = begin
+    h = _BASIS
+    width, key = char_at(data, i, end)
+    char = lookup(char_keys, char_ids, key)
+    while i < end:
+        h = (h ^ key) * _PRIME
+        after = i + width
+        joined = False
+        if after < end:
+            next_width, next_key = char_at(data, after, end)
+            next_char = lookup(char_keys, char_ids, next_key)
+            joined = char >= 0 and next_char >= 0 and lookup(join_keys, join_values, pair_key(char, next_char)) >= 0
+        if not joined:  # data[part:after) is merged on its own
+            n = after - part
+            if part == i:  # one character: nothing to merge
+                length[part] = n
+                for q in range(part + 1, after):
+                    length[q] = 0
+                pid[part] = char if char < n_pieces else -1
+            elif not word or part > begin or after < end:  # a word that is one part was looked up whole
+                slot, at = _memo_find(memo, data, h, part, n)
+                if at >= 0:
+                    for q in range(n):
+                        length[part + q] = length[at + q]
+                        pid[part + q] = pid[at + q]
                 else:
-                    slot = np.int64((h * _MIX) >> np.uint64(64 - bits))
-                    hit = False
-                    while memo[slot, 1] != 0:
-                        at, size_of = memo[slot, 1] >> 16, memo[slot, 1] & 0xFFFF
-                        if memo[slot, 0] == np.int64(h) and size_of == n and _same(data, at, part, n):
-                            for q in range(n):
-                                length[part + q] = length[at + q]
-                                pid[part + q] = pid[at + q]
-                            hit = True
-                            break
-                        slot = (slot + 1) & (size - 1)
-                    if not hit:
-                        if n <= SHORT:
-                            merge_short(data, part, after, state, check, label, eow, scores, length, pid, sym_start,
-                                        sym_node, pair_node, pair_score)
-                        else:
-                            merge_long(data, part, after, state, check, label, eow, scores, length, pid, nxt, node,
-                                       prev, heap, hs)
-                        if 2 * filled < size and n < (1 << 16):
-                            memo[slot, 0], memo[slot, 1] = np.int64(h), (part << 16) | n
-                            filled += 1
-                part = after
-                h = _BASIS
-            if after < end:
-                width, key = next_width, next_key
-            i = after
+                    _merge_part(data, part, after, scores, char_keys, char_ids, merge_keys, merge_ids, length, pid,
+                                sym_start, sym_id, pair_id, pair_score)
+                    filled = _memo_put(memo, filled, slot, h, part, n)
+            else:
+                _merge_part(data, part, after, scores, char_keys, char_ids, merge_keys, merge_ids, length, pid,
+                            sym_start, sym_id, pair_id, pair_score)
+            part = after
+            h = _BASIS
+        if after < end:
+            width, key, char = next_width, next_key, next_char
+        i = after
+    if word:  # parts may have taken the slot found above: look again
+        h = _byte_hash(data, begin, end)
+        whole, _ = _memo_find(memo, data, h, begin, end - begin)
+        filled = _memo_put(memo, filled, whole, h, begin, end - begin)
+    return filled, begin
+
+
+@njit(inline="always", **_JIT)
+def _merge_part(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, length, pid, sym_start, sym_id,
+                pair_id, pair_score):
+    if end - begin <= SHORT:
+        merge_short(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, length, pid, sym_start,
+                    sym_id, pair_id, pair_score)
+    else:
+        merge_long(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, length, pid)
 
 
 @njit(inline="always", **_JIT)
@@ -306,71 +328,83 @@ def _outputs(length, pid, byte_fallback, begin, end):
 
 
 @njit(parallel=True, **_JIT)
-def _encode_chunks(data, token_starts, token_ends, chunk_bounds, state, check, label, eow, scores, pairs, byte_ids,
-                   length, pid):
-    counts = np.empty(token_starts.size, np.int64)
+def _encode_chunks(data, token_starts, token_ends, chunk_bounds, scores, char_keys, char_ids, merge_keys, merge_ids,
+                   join_keys, join_values, byte_ids, length, pid, memo_size):
+    counts, sources = np.empty(token_starts.size, np.int64), np.empty(token_starts.size, np.int64)
+    # per pre-token work gets borrowed views (see cpu_fallback.borrow) of arguments and of arrays
+    # that live to the end
+    data, scores, byte_ids, length, pid = borrow(data), borrow(scores), borrow(byte_ids), borrow(length), borrow(pid)
+    char_keys, char_ids, merge_keys, merge_ids = borrow(char_keys), borrow(char_ids), borrow(merge_keys), borrow(
+        merge_ids)
+    join_keys, join_values = borrow(join_keys), borrow(join_values)
+    memos = np.zeros((chunk_bounds.size - 1, memo_size, 2), np.int64)
+    scratch = new_scratch(chunk_bounds.size - 1)
     for c in prange(chunk_bounds.size - 1):
         first, last = chunk_bounds[c], chunk_bounds[c + 1]
-        _encode_chunk(data, token_starts, token_ends, first, last, state, check, label, eow, scores, pairs, length,
-                      pid)
+        memo, filled = borrow(memos[c]), 0
+        sym_start, sym_id, pair_id, pair_score = borrow(scratch[0][c]), borrow(scratch[1][c]), borrow(
+            scratch[2][c]), borrow(scratch[3][c])
         for t in range(first, last):
-            counts[t] = _outputs(length, pid, byte_ids[0] >= 0, token_starts[t], token_ends[t])
-    return counts
+            filled, sources[t] = encode_pre_token(data, token_starts[t], token_ends[t], scores, char_keys, char_ids,
+                                                  merge_keys, merge_ids, join_keys, join_values, length, pid, memo,
+                                                  filled, sym_start, sym_id, pair_id, pair_score)
+            n = token_ends[t] - token_starts[t]
+            counts[t] = _outputs(length, pid, byte_ids[0] >= 0, sources[t], sources[t] + n)
+    return counts, sources
+
+
+@njit(inline="always", **_JIT)
+def emit_pre_token(data, begin, end, source, byte_ids, unk_id, length, pid, ids, starts, ends, out):
+    """Write the ids of pre-token data[begin:end), whose symbols are at ``source``, and their byte
+    spans from ``out`` on; returns the new end (byte pieces for what is no piece, or a run of
+    unknown symbols as one unknown id)."""
+    prev_unk = False
+    at = begin
+    shift = source - begin
+    while at < end:
+        size, piece = length[at + shift], pid[at + shift]
+        unk = piece < 0 and byte_ids[0] < 0
+        if unk and prev_unk:
+            ends[out - 1] = at + size
+        elif piece >= 0 or byte_ids[0] < 0:
+            ids[out] = piece if piece >= 0 else unk_id
+            starts[out] = at
+            ends[out] = at + size
+            out += 1
+        else:
+            for k in range(size):
+                ids[out] = byte_ids[data[at + k]]
+                starts[out] = at + k
+                ends[out] = at + k + 1
+                out += 1
+        prev_unk = unk
+        at += size
+    return out
 
 
 @njit(parallel=True, **_JIT)
-def _emit_all(data, token_starts, token_ends, byte_ids, unk_id, length, pid, offsets, ids, starts, ends):
-    """Write every pre-token's ids and their byte spans."""
+def _emit_all(data, token_starts, token_ends, sources, byte_ids, unk_id, length, pid, offsets, ids, starts, ends):
     for t in prange(token_starts.size):
-        out = offsets[t]
-        prev_unk = False
-        at = token_starts[t]
-        while at < token_ends[t]:
-            size = length[at]
-            unk = pid[at] < 0 and byte_ids[0] < 0
-            if unk and prev_unk:
-                ends[out - 1] = at + size
-            elif pid[at] >= 0 or byte_ids[0] < 0:
-                ids[out] = pid[at] if pid[at] >= 0 else unk_id
-                starts[out] = at
-                ends[out] = at + size
-                out += 1
-            else:
-                for k in range(size):
-                    ids[out] = byte_ids[data[at + k]]
-                    starts[out] = at + k
-                    ends[out] = at + k + 1
-                    out += 1
-            prev_unk = unk
-            at += size
+        emit_pre_token(data, token_starts[t], token_ends[t], sources[t], byte_ids, unk_id, length, pid, ids, starts,
+                       ends, offsets[t])
 
 
-def _chunk_bounds(token_starts: np.ndarray, token_ends: np.ndarray) -> np.ndarray:
-    """Pre-token index bounds of chunks of about equal bytes: two per thread, at least 256 KiB each
-    (a chunk encodes each distinct part once, so fewer, larger chunks merge less)."""
-    n = token_starts.size
-    sizes = np.cumsum(token_ends - token_starts)
-    total = int(sizes[-1]) if n else 0
-    count = max(1, min(n, 2 * numba.get_num_threads(), total >> 18))
-    inner = np.searchsorted(sizes, np.arange(1, count) * (total / count))
-    return np.unique(np.concatenate(([0], inner, [n]))).astype(np.int64)
-
-
-def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores, byte_ids, unk_id, pairs):
+def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores, byte_ids, unk_id, tables):
     """Ids (int32) of every pre-token, each id's byte span in ``data``, and per-pre-token offsets.
 
-    ``pairs``: :func:`gpu_text.tokenizer.char_pairs.char_pair_set` of the mergeable pieces. Natural
-    text repeats itself: pre-tokens are cut where no piece spans the cut, and each distinct part is
-    merged once per chunk and copied to its other occurrences (the CUDA twin merges every
-    pre-token whole; the ids are the same).
+    ``tables``: the model's :class:`~gpu_text.tokenizer.merge_tables.MergeTables`; the trie arrays
+    (``state`` … ``eow``) are what the CUDA twin merges with, and are not needed here.
     """
+    data = np.ascontiguousarray(data)
     length = np.empty(data.size, np.int32)
     pid = np.empty(data.size, np.int32)
-    counts = _encode_chunks(data, token_starts, token_ends, _chunk_bounds(token_starts, token_ends), state, check,
-                            label, eow, scores, pairs, byte_ids, length, pid)
+    bounds = chunk_bounds(token_ends - token_starts)
+    counts, sources = _encode_chunks(data, token_starts, token_ends, bounds, scores, *tables, byte_ids, length, pid,
+                            memo_rows(data.size // max(bounds.size - 1, 1)))
     offsets = np.zeros(token_starts.size + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
     total = int(offsets[-1])
     ids, starts, ends = np.empty(total, np.int32), np.empty(total, np.int64), np.empty(total, np.int64)
-    _emit_all(data, token_starts, token_ends, byte_ids, np.int32(unk_id), length, pid, offsets, ids, starts, ends)
+    _emit_all(data, token_starts, token_ends, sources, byte_ids, np.int32(unk_id), length, pid, offsets, ids, starts,
+              ends)
     return ids, starts, ends, offsets

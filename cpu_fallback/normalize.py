@@ -9,12 +9,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from cpu_fallback.chunks import chunk_bounds
 from cpu_fallback.utf8 import sequence_at
 from gpu_text.trie.double_array import trie_step, trie_value, walk_prefixes
 
 _JIT = dict(cache=True, nogil=True)
 _SPACE = 0x20
-_REPLACEMENT = np.frombuffer("\ufffd".encode(), np.uint8).copy()
+REPLACEMENT_BYTES = np.frombuffer("\ufffd".encode(), np.uint8).copy()
 
 
 _FROM_TARGETS, _FROM_DATA, _FROM_REPLACEMENT = 0, 1, 2
@@ -47,10 +48,10 @@ def _byte(source, p, targets, data, replacement):
 
 
 @njit(**_JIT)
-def _row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol, collapse, dummy, replacement,
-         out, align, at, write, match_starts):
-    """Untrimmed output of one string (written at ``out[at:]`` when ``write``); returns its length."""
-    none = np.zeros(0, np.int64)
+def normalize_row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol, collapse, dummy, replacement,
+         out, align, at, write, aligned, match_starts, none):
+    """Untrimmed output of one string (written at ``out[at:]`` when ``write``, each byte's origin at
+    ``align[at:]`` when ``aligned`` too); returns its length. ``none``: an empty int64 array."""
     i = begin
     if collapse:  # steps that give exactly one space are skipped at the start
         while i < end:
@@ -65,7 +66,8 @@ def _row(state, check, label, eow, targets, target_offsets, data, begin, end, sy
         for k in range(symbol.size):
             if write:
                 out[at + n] = symbol[k]
-                align[at + n] = 0
+                if aligned:
+                    align[at + n] = 0
             n += 1
     prev_space = collapse
     while i < end:
@@ -75,7 +77,8 @@ def _row(state, check, label, eow, targets, target_offsets, data, begin, end, sy
                 for k in range(symbol.size):
                     if write:
                         out[at + n] = symbol[k]
-                        align[at + n] = i - begin
+                        if aligned:
+                            align[at + n] = i - begin
                     n += 1
             prev_space = collapse
             i += 1
@@ -86,7 +89,8 @@ def _row(state, check, label, eow, targets, target_offsets, data, begin, end, sy
                 for k in range(width):
                     if write:
                         out[at + n] = data[i + k]
-                        align[at + n] = i - begin
+                        if aligned:
+                            align[at + n] = i - begin
                     n += 1
                 prev_space = False
                 i += width
@@ -102,39 +106,46 @@ def _row(state, check, label, eow, targets, target_offsets, data, begin, end, sy
                     for k in range(symbol.size):
                         if write:
                             out[at + n] = symbol[k]
-                            align[at + n] = i - begin
+                            if aligned:
+                                align[at + n] = i - begin
                         n += 1
                 else:
                     if write:
                         out[at + n] = byte
-                        align[at + n] = i - begin
+                        if aligned:
+                            align[at + n] = i - begin
                     n += 1
             prev_space = collapse and _byte(src, b - 1, targets, data, replacement) == _SPACE
         i += step
     return n
 
 
+@njit(inline="always", **_JIT)
+def trim_symbols(out, at, n, symbol):
+    """The length of out[at:at + n] without its trailing space symbols."""
+    m = symbol.size
+    while n >= m:
+        for k in range(m):
+            if out[at + n - m + k] != symbol[k]:
+                return n
+        n -= m
+    return n
+
+
 @njit(parallel=True, **_JIT)
 def _rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy, row_offsets,
-          out, align, write, match_starts):
+          out, align, write, aligned, match_starts, bounds):
     n_rows = offsets.size - 1
     lengths = np.zeros(n_rows, np.int64)
-    for r in prange(n_rows):
-        at = row_offsets[r]
-        n = _row(state, check, label, eow, targets, target_offsets, data, offsets[r], offsets[r + 1], symbol,
-                 collapse, dummy, _REPLACEMENT, out, align, at, write, match_starts)
-        if write and collapse:  # strip trailing space symbols
-            m = symbol.size
-            while n >= m:
-                same = True
-                for k in range(m):
-                    if out[at + n - m + k] != symbol[k]:
-                        same = False
-                        break
-                if not same:
-                    break
-                n -= m
-        lengths[r] = n
+    none = np.zeros(0, np.int64)
+    for c in prange(bounds.size - 1):
+        for r in range(bounds[c], bounds[c + 1]):
+            at = row_offsets[r]
+            n = normalize_row(state, check, label, eow, targets, target_offsets, data, offsets[r], offsets[r + 1], symbol,
+                     collapse, dummy, REPLACEMENT_BYTES, out, align, at, write, aligned, match_starts, none)
+            if write and collapse:
+                n = trim_symbols(out, at, n, symbol)
+            lengths[r] = n
     return lengths
 
 
@@ -142,65 +153,68 @@ def _rows(state, check, label, eow, targets, target_offsets, data, offsets, symb
 def _no_match_at(starts, data, i, end):
     """True when no map entry matches at data[i] (the common case, decided by table lookups).
 
-    ``starts[b]``: 0 when no entry starts with byte b; 1 when one does. For an ASCII byte b,
-    ``starts[256 * (b + 1) + c]`` says whether an entry is b itself or continues with byte c
-    (ASCII letters begin letter + combining-mark entries, but are rarely followed by the mark)."""
+    ``starts[b]``: 0 when no entry starts with byte b; 1 when one does. Then
+    ``starts[256 * (b + 1) + c]`` says whether an entry is b itself or continues with byte c: ASCII
+    letters begin letter + combining-mark entries but are rarely followed by the mark, and most
+    CJK lead bytes begin some entry but few of their second bytes do."""
     first = data[i]
     if starts[first] == 0:
         return True
-    if first >= 0x80 or i + 1 >= end:
+    if i + 1 >= end:
         return False
     return starts[256 * (first + 1) + data[i + 1]] == 0
 
 
 @njit(**_JIT)
-def _match_starts(state, check, label, eow):
-    """The table :func:`_no_match_at` reads: 256 first-byte flags, then 128 rows of 256 for ASCII."""
-    starts = np.zeros(256 + 128 * 256, np.uint8)
+def match_starts_table(state, check, label, eow):
+    """The table :func:`_no_match_at` reads: 256 first-byte flags, then 256 rows of 256."""
+    starts = np.zeros(256 * 257, np.uint8)
     for b in range(1, 256):
         node = trie_step(state, check, label, 0, np.uint8(b))
         if node < 0:
             continue
         starts[b] = 1
-        if b < 0x80:
-            whole = trie_value(state, check, label, eow, node) >= 0
-            for c in range(256):
-                if whole or trie_step(state, check, label, node, np.uint8(c)) >= 0:
-                    starts[256 * (b + 1) + c] = 1
+        whole = trie_value(state, check, label, eow, node) >= 0
+        for c in range(256):
+            if whole or trie_step(state, check, label, node, np.uint8(c)) >= 0:
+                starts[256 * (b + 1) + c] = 1
     return starts
 
 
 @njit(parallel=True, **_JIT)
-def _pack(out, align, row_offsets, offsets, lengths, new_offsets, packed, packed_align):
-    for r in prange(lengths.size):
-        src, dst = row_offsets[r], new_offsets[r]
-        for k in range(lengths[r]):
-            packed[dst + k] = out[src + k]
-            packed_align[dst + r + k] = align[src + k]
-        packed_align[new_offsets[r + 1] + r] = offsets[r + 1] - offsets[r]
+def _pack(out, align, row_offsets, offsets, lengths, new_offsets, packed, packed_align, aligned, bounds):
+    for c in prange(bounds.size - 1):
+        for r in range(bounds[c], bounds[c + 1]):
+            src, dst = row_offsets[r], new_offsets[r]
+            packed[dst:dst + lengths[r]] = out[src:src + lengths[r]]
+            if aligned:
+                packed_align[dst + r:dst + r + lengths[r]] = align[src:src + lengths[r]]
+                packed_align[new_offsets[r + 1] + r] = offsets[r + 1] - offsets[r]
 
 
 def normalize_text(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np.ndarray, targets: np.ndarray,
                    target_offsets: np.ndarray, data: np.ndarray, offsets: np.ndarray, symbol: np.ndarray,
-                   collapse: int, dummy: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Normalized bytes (uint8), their row offsets (int64, n + 1) and the alignment (int64: per
-    string, the original offset of every normalized byte and then the string's original length).
+                   collapse: int, dummy: int, aligned: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Normalized bytes (uint8), their row offsets (int64, n + 1) and, when ``aligned``, the
+    alignment (int64: per string, the original offset of every normalized byte and then the
+    string's original length; None otherwise).
 
     The trie maps charsmap sources to target numbers; target ``t`` is
     ``targets[target_offsets[t]:target_offsets[t + 1]]``. ``symbol``: what a space becomes.
     ``collapse``: remove extra whitespace; ``dummy``: add the dummy prefix."""
     none8, none64 = np.zeros(0, np.uint8), np.zeros(0, np.int64)
-    match_starts = _match_starts(state, check, label, eow)
+    match_starts = match_starts_table(state, check, label, eow)
+    bounds = chunk_bounds(np.diff(offsets), min_bytes=1 << 16)
     row_offsets = np.zeros(offsets.size, np.int64)
     np.cumsum(_rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy,
-                    row_offsets, none8, none64, False, match_starts), out=row_offsets[1:])
+                    row_offsets, none8, none64, False, False, match_starts, bounds), out=row_offsets[1:])
     total = int(row_offsets[-1])
-    out, align = np.empty(total, np.uint8), np.empty(total, np.int64)
+    out, align = np.empty(total, np.uint8), (np.empty(total, np.int64) if aligned else none64)
     lengths = _rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy,
-                    row_offsets, out, align, True, match_starts)
+                    row_offsets, out, align, True, bool(aligned), match_starts, bounds)
     new_offsets = np.zeros(offsets.size, np.int64)
     np.cumsum(lengths, out=new_offsets[1:])
     packed = np.empty(int(new_offsets[-1]), np.uint8)
-    packed_align = np.empty(packed.size + lengths.size, np.int64)
-    _pack(out, align, row_offsets, offsets, lengths, new_offsets, packed, packed_align)
-    return packed, new_offsets, packed_align
+    packed_align = np.empty(packed.size + lengths.size, np.int64) if aligned else none64
+    _pack(out, align, row_offsets, offsets, lengths, new_offsets, packed, packed_align, bool(aligned), bounds)
+    return packed, new_offsets, (packed_align if aligned else None)

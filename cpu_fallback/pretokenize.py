@@ -46,27 +46,35 @@ def _cuts(data, offsets, joinable, space):
     return cuts
 
 
+@njit(inline="always", **_JIT)
+def next_pre_token(data, p, end, table, accepting, space):
+    """(symbol of its first character, end) of the pre-token starting at data[p]: the longest
+    accepted DFA match, or the first character alone."""
+    first, n = _symbol_at(data, p, end, space)
+    match_end = p + n  # an unmatched character stands alone
+    state = 1
+    q = p
+    sym = first
+    while True:
+        state = table[state, sym]
+        if state == 0:
+            break
+        q += n
+        if accepting[state]:
+            match_end = q
+        if q >= end:
+            break
+        sym, n = _symbol_at(data, q, end, space)
+    return first, match_end
+
+
 @njit(parallel=True, **_JIT)
 def _scan(data, seg_starts, seg_ends, table, accepting, space, marks):
     for k in prange(seg_starts.size):
         end = seg_ends[k]
         p = seg_starts[k]
         while p < end:
-            first, n = _symbol_at(data, p, end, space)
-            match_end = p + n  # an unmatched character stands alone
-            state = 1
-            q = p
-            sym = first
-            while True:
-                state = table[state, sym]
-                if state == 0:
-                    break
-                q += n
-                if accepting[state]:
-                    match_end = q
-                if q >= end:
-                    break
-                sym, n = _symbol_at(data, q, end, space)
+            first, match_end = next_pre_token(data, p, end, table, accepting, space)
             marks[p] = 1 + first
             p = match_end
 

@@ -57,6 +57,10 @@ def assert_all_match(normalizer: Normalizer, strings: list[bytes], backend) -> N
         np.testing.assert_array_equal(n, e)
         np.testing.assert_array_equal(host(g), e)
     np.testing.assert_array_equal(host(out.alignment.offsets), expected[1] + np.arange(len(strings) + 1))
+    unaligned = normalizer.normalize(batch, backend, with_alignment=False)
+    assert unaligned.alignment is None
+    np.testing.assert_array_equal(host(unaligned.text.data), expected[0])
+    np.testing.assert_array_equal(host(unaligned.text.offsets), expected[1])
 
 
 @pytest.mark.parametrize("size", [0, 1, 2, 1000])

@@ -10,11 +10,11 @@ from gpu_text.cuda_ops import BLOCK, blocks_for, i64, launch
 
 
 def bpe_encode(rt: KernelRuntime, data: Any, token_starts: Any, token_ends: Any, state: Any, check: Any, label: Any,
-               eow: Any, scores: Any, byte_ids: Any, unk_id: int, pairs: Any) -> tuple[Any, Any, Any, Any]:
+               eow: Any, scores: Any, byte_ids: Any, unk_id: int, tables: Any) -> tuple[Any, Any, Any, Any]:
     """Ids (int32) of every pre-token, each id's byte span in ``data``, and per-pre-token offsets.
 
-    ``pairs`` lets the CPU twin cut pre-tokens into independent parts; one GPU thread merges each
-    pre-token whole, which gives the same ids."""
+    ``tables`` (the model's ``MergeTables``) are what the CPU twin merges with; here one thread
+    merges each pre-token whole by walking the trie, which gives the same ids."""
     xp = rt.xp
     n = token_starts.size
     size = data.size

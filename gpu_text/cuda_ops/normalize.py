@@ -12,9 +12,10 @@ from gpu_text.ragged import row_ids
 
 def normalize_text(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any, targets: Any,
                    target_offsets: Any, data: Any, offsets: Any, symbol: Any, collapse: int,
-                   dummy: int) -> tuple[Any, Any, Any]:
-    """Normalized bytes (uint8), their row offsets (int64, n + 1) and the alignment (int64: per
-    string, the original offset of every normalized byte and then the string's original length)."""
+                   dummy: int, aligned: int = 1) -> tuple[Any, Any, Any]:
+    """Normalized bytes (uint8), their row offsets (int64, n + 1) and, when ``aligned``, the
+    alignment (int64: per string, the original offset of every normalized byte and then the
+    string's original length; None otherwise)."""
     xp = rt.xp
     n_rows, n_bytes = offsets.size - 1, data.size
     flags = (np.int32(bool(collapse)), np.int32(bool(dummy)))
@@ -44,6 +45,8 @@ def normalize_text(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: A
     keep = (xp.arange(total, dtype=xp.int64) - row_starts[row_of]) < lengths[row_of]
     new_offsets = xp.zeros(n_rows + 1, xp.int64)
     xp.cumsum(lengths, out=new_offsets[1:])
+    if not aligned:
+        return out[keep], new_offsets, None
     kept = int(new_offsets[-1])
     alignment = xp.empty(kept + n_rows, xp.int64)
     alignment[xp.arange(kept, dtype=xp.int64) + row_of[keep]] = align[keep]

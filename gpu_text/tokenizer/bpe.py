@@ -7,8 +7,8 @@ byte pieces (byte fallback), or the unknown id. Pre-token boundaries are never c
 
 Only NORMAL, USER_DEFINED and UNUSED pieces take part in merging (as in SentencePiece);
 UNKNOWN, CONTROL and BYTE pieces are reached by id only. Kernels: ``cuda/bpe.cu`` (one thread per
-pre-token, O(n log n) heap), ``cpu_fallback/bpe.py`` (the same merge on the parts of each pre-token
-that no piece spans, each distinct part once: see :mod:`gpu_text.tokenizer.char_pairs`).
+pre-token, O(n log n) heap), ``cpu_fallback/bpe.py`` (the same merges by piece id on the parts of
+each pre-token that no piece spans, each distinct part once: :mod:`gpu_text.tokenizer.merge_tables`).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from gpu_text.backend import Backend, get_backend
-from gpu_text.tokenizer.char_pairs import char_pair_set
+from gpu_text.tokenizer.merge_tables import MergeTables
 from gpu_text.trie import DoubleArrayTrie
 
 SPACE_SYMBOL = "\u2581"
@@ -94,10 +94,17 @@ class BPEModel:
         mergeable = [i for i, t in enumerate(self.types) if t in MERGEABLE]
         words = [self.piece_bytes[i] for i in mergeable]
         self.trie = DoubleArrayTrie.build(words, np.array(mergeable, np.int32)) if words else None
-        self.char_pairs = char_pair_set(words)
+        self.merge_tables = MergeTables.build(words, np.array(mergeable, np.int32), len(self.pieces),
+                                              self._trie_arrays("cpu"))
 
     def __len__(self) -> int:
         return len(self.pieces)
+
+    def _trie_arrays(self, backend: str | Backend) -> tuple[Any, ...]:
+        if self.trie is not None:
+            return self.trie.arrays(backend)
+        xp = get_backend(backend).xp
+        return tuple(xp.zeros(1, dt) for dt in (xp.int32, xp.int32, xp.uint8, xp.uint8))
 
     def encode_pre_tokens(self, data: Any, starts: Any, ends: Any, backend: str | Backend | None = None
                           ) -> EncodedPreTokens:
@@ -110,14 +117,11 @@ class BPEModel:
         """
         be = get_backend(backend)
         xp = be.xp
-        if self.trie is None:
-            trie = tuple(xp.zeros(1, dt) for dt in (xp.int32, xp.int32, xp.uint8, xp.uint8))
-        else:
-            trie = self.trie.arrays(be)
+        trie = self._trie_arrays(be)
         ids, id_starts, id_ends, offsets = be.op("bpe", "bpe_encode")(
             be.asarray(data), xp.ascontiguousarray(be.asarray(starts), dtype=xp.int64),
             xp.ascontiguousarray(be.asarray(ends), dtype=xp.int64), *trie, xp.asarray(self.scores),
-            xp.asarray(self.byte_ids), self.unk_id, xp.asarray(self.char_pairs))
+            xp.asarray(self.byte_ids), self.unk_id, self.merge_tables)
         return EncodedPreTokens(ids, id_starts, id_ends, offsets)
 
     def encode_strings(self, pre_tokens: Sequence[str], backend: str | Backend | None = "cpu") -> list[list[int]]:

@@ -188,6 +188,7 @@ class _Charsmap:
         self.targets = np.frombuffer(b"".join(table), np.uint8).copy()
         self.target_offsets = np.zeros(len(table) + 1, np.int64)
         np.cumsum([len(t) for t in table], out=self.target_offsets[1:])
+        self.max_ratio = max((-(-len(t) // len(s)) for s, t in pairs if s), default=1)  # ceil(target / source)
         self._on_device: dict[str, tuple[Any, Any]] = {}
 
     def arrays(self, backend: str | Backend | None) -> tuple[Any, ...]:
@@ -216,7 +217,7 @@ class NormalizedBatch:
     """
 
     text: TextBatch
-    alignment: RaggedArray
+    alignment: RaggedArray | None
 
 
 class Normalizer:
@@ -266,8 +267,33 @@ class Normalizer:
         """
         return self.space.encode("utf-8", "surrogatepass") if self.escape_whitespaces else b" "
 
-    def normalize(self, texts: Any, backend: str | Backend | None = None) -> NormalizedBatch:
-        """Normalizes a batch (``TextBatch``, pyarrow string/binary array, or list of str/bytes).
+    def kernel_arguments(self, backend: str | Backend | None = None) -> tuple[tuple[Any, ...], Any, int, int]:
+        """What the kernels take: the charsmap arrays (trie, targets, target offsets) on the
+        backend's device, the space symbol's bytes, and the collapse and dummy-prefix flags.
+
+        >>> charsmap, symbol, collapse, dummy = Normalizer().kernel_arguments("cpu")
+        >>> len(charsmap), bytes(symbol).decode(), collapse, dummy
+        (6, '▁', 1, 0)
+        """
+        be = get_backend(backend)
+        symbol = be.asarray(np.frombuffer(self.symbol, np.uint8).copy())
+        return (self._charsmap.arrays(be), symbol, int(self.remove_extra_whitespaces), int(self.add_dummy_prefix))
+
+    @property
+    def growth(self) -> int:
+        """At most this many output bytes per input byte (a mapped target whose spaces all become the
+        symbol; a malformed byte becomes U+FFFD), plus one symbol per row for the dummy prefix.
+
+        >>> Normalizer("NMT_NFKC").growth  # U+FDFA: 3 bytes -> 33, each space -> 3
+        33
+        """
+        return max(3, self._charsmap.max_ratio * max(1, len(self.symbol)))
+
+    def normalize(self, texts: Any, backend: str | Backend | None = None, with_alignment: bool = True
+                  ) -> NormalizedBatch:
+        """Normalizes a batch (``TextBatch``, pyarrow string/binary array, or list of str/bytes);
+        ``with_alignment=False`` skips the alignment (``alignment`` is None), which costs 8 bytes
+        per output byte.
 
         >>> out = Normalizer("NMT_NFKC", add_dummy_prefix=True).normalize([" ①x", ""], "cpu")
         >>> out.text.to_pylist(), out.alignment.to_pylist()
@@ -276,12 +302,14 @@ class Normalizer:
         be = get_backend(backend)
         xp = be.xp
         batch = as_text_batch(texts).to_device(xp)
-        symbol = be.asarray(np.frombuffer(self.symbol, np.uint8).copy())
+        charsmap, symbol, collapse, dummy = self.kernel_arguments(be)
         data, offsets, alignment = be.op("normalize", "normalize_text")(
-            *self._charsmap.arrays(be), batch.data, batch.offsets, symbol,
-            int(self.remove_extra_whitespaces), int(self.add_dummy_prefix))
+            *charsmap, batch.data, batch.offsets, symbol, collapse, dummy, int(with_alignment))
+        text = TextBatch(data, offsets, check=False)
+        if alignment is None:
+            return NormalizedBatch(text, None)
         rows = xp.arange(offsets.size, dtype=xp.int64)
-        return NormalizedBatch(TextBatch(data, offsets, check=False), RaggedArray(alignment, offsets + rows, check=False))
+        return NormalizedBatch(text, RaggedArray(alignment, offsets + rows, check=False))
 
     def normalize_strings(self, texts: Iterable[str | bytes], backend: str | Backend | None = None) -> list[str]:
         """Normalized ``str`` of every input (the output is always valid UTF-8).

@@ -86,19 +86,39 @@ class Tokenizer:
         be = get_backend(backend)
         xp = be.xp
         batch = as_text_batch(texts).to_device(xp)
-        normalized = self.normalizer.normalize(batch, be)
+        if be.name == "cpu" and self.pre_tokenizer.segmenter_ is None:
+            ids, starts, ends = self._encode_rows(batch, be, with_offsets)
+        else:
+            ids, starts, ends = self._encode_stages(batch, be, with_offsets)
+        if add_bos or add_eos:
+            ids, starts, ends = self._add_specials(ids, starts, ends, batch, add_bos, add_eos, xp)
+        return Encoding(ids, starts, ends)
+
+    def _encode_stages(self, batch: TextBatch, be: Backend, with_offsets: bool
+                       ) -> tuple[RaggedArray, RaggedArray | None, RaggedArray | None]:
+        """Each stage over the whole batch (the GPU's way: one kernel per stage)."""
+        normalized = self.normalizer.normalize(batch, be, with_alignment=with_offsets)
         text = normalized.text
         pre = self.pre_tokenizer.pre_tokenize(text, be)
         base = text.offsets[:-1][row_ids(pre.starts.offsets)]
         encoded = self.model.encode_pre_tokens(text.data, pre.starts.values + base, pre.ends.values + base, be)
         row_offsets = encoded.offsets[pre.starts.offsets]
         ids = RaggedArray(encoded.ids, row_offsets, check=False)
-        starts = ends = None
-        if with_offsets:
-            starts, ends = self._original_spans(text, normalized.alignment, encoded, row_offsets, xp)
-        if add_bos or add_eos:
-            ids, starts, ends = self._add_specials(ids, starts, ends, batch, add_bos, add_eos, xp)
-        return Encoding(ids, starts, ends)
+        if not with_offsets:
+            return ids, None, None
+        return ids, *self._original_spans(text, normalized.alignment, encoded, row_offsets, be.xp)
+
+    def _encode_rows(self, batch: TextBatch, be: Backend, with_offsets: bool
+                     ) -> tuple[RaggedArray, RaggedArray | None, RaggedArray | None]:
+        """All stages row by row while the row is in cache (the CPU's way; the same ids)."""
+        charsmap, symbol, collapse, dummy = self.normalizer.kernel_arguments(be)
+        model = self.model
+        ids, offsets, starts, ends = be.op("encode", "encode_text")(
+            batch.data, batch.offsets, charsmap, symbol, collapse, dummy, self.normalizer.growth,
+            self.pre_tokenizer.dfa_, model.scores, model.byte_ids, model.unk_id, model.merge_tables, with_offsets)
+        if not with_offsets:
+            return RaggedArray(ids, offsets, check=False), None, None
+        return tuple(RaggedArray(a, offsets, check=False) for a in (ids, starts, ends))
 
     @staticmethod
     def _original_spans(text: TextBatch, alignment: RaggedArray, encoded: Any, row_offsets: Any, xp: Any

@@ -254,7 +254,7 @@ class BPETrainer:
         be = get_backend(self.backend)
         counter = _SpanCounter()
         for texts in batches:
-            normalized = self.normalizer.normalize(as_text_batch(texts), be).text
+            normalized = self.normalizer.normalize(as_text_batch(texts), be, with_alignment=False).text
             pre = self.pre_tokenizer.pre_tokenize(normalized, be)
             host = normalized.to_numpy()
             starts, ends = pre.starts.to_numpy(), pre.ends.to_numpy()

@@ -42,8 +42,8 @@ def encode_token(raw: bytes, pieces: dict[bytes, int], scores: list[float], byte
     return out
 
 
-def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores, byte_ids, unk_id, pairs=None):
-    """Merges every pre-token whole (``pairs``, the CPU twin's shortcut, is not needed)."""
+def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores, byte_ids, unk_id, tables=None):
+    """Merges every pre-token whole by the pieces' bytes (the CPU twin's ``tables`` are not needed)."""
     from gpu_text.trie import DoubleArrayTrie
 
     trie = DoubleArrayTrie(state, check, label, eow)

@@ -59,7 +59,8 @@ def normalize_one(raw: bytes, charsmap: dict[bytes, bytes], symbol: bytes, colla
     return bytes(out), align + [len(raw)]
 
 
-def normalize_text(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy):
+def normalize_text(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy,
+                   aligned=1):
     table = bytes(targets)
     bounds = target_offsets.tolist()
     charsmap = {source: table[bounds[v]:bounds[v + 1]] for source, v in words_of(state, check, label, eow).items()}
@@ -72,4 +73,5 @@ def normalize_text(state, check, label, eow, targets, target_offsets, data, offs
         align += where
     new_offsets = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=new_offsets[1:])
-    return np.frombuffer(b"".join(out), np.uint8).copy(), new_offsets, np.array(align, np.int64)
+    return (np.frombuffer(b"".join(out), np.uint8).copy(), new_offsets,
+            np.array(align, np.int64) if aligned else None)

@@ -1,0 +1,24 @@
+"""Splitting a batch into chunks of about equal work for ``prange``.
+
+Numba hands each thread an equal share of the iterations; rows of a real batch differ in length by
+orders of magnitude, so the twins loop over chunks of rows with about equal bytes instead.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+def chunk_bounds(sizes: np.ndarray, min_bytes: int = 1 << 18) -> np.ndarray:
+    """Index bounds of chunks of consecutive items with about equal total ``sizes``: two per thread,
+    each of at least ``min_bytes`` (fewer chunks where the work per chunk has a fixed part).
+
+    >>> chunk_bounds(np.array([5, 5, 5, 5]), min_bytes=10).tolist()
+    [0, 2, 4]
+    """
+    n = sizes.size
+    cumulative = np.cumsum(sizes)
+    total = int(cumulative[-1]) if n else 0
+    count = max(1, min(n, 2 * numba.get_num_threads(), total // min_bytes))
+    inner = np.searchsorted(cumulative, np.arange(1, count) * (total / count), side="right")
+    return np.unique(np.concatenate(([0], inner, [n]))).astype(np.int64)

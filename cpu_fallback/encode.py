@@ -1,0 +1,140 @@
+"""The CPU encoder in one pass per row: normalize it, pre-tokenize it, merge its pre-tokens and
+write its ids while the row is in cache.
+
+It gives the ids of the staged path (:class:`~gpu_text.tokenizer.normalizer.Normalizer` →
+:class:`~gpu_text.tokenizer.pre_tokenizer.PreTokenizer` → :class:`~gpu_text.tokenizer.bpe.BPEModel`,
+which the GPU runs kernel by kernel over the whole batch) from the same row functions, without
+the batch-sized intermediate arrays between the stages. Chunks of rows run on threads (the jitted
+code releases the GIL); each chunk merges a distinct part once (:func:`cpu_fallback.bpe.encode_pre_token`).
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+import numpy as np
+from numba import njit
+
+from cpu_fallback.borrow import borrow
+from cpu_fallback.bpe import emit_pre_token, encode_pre_token, memo_rows, new_scratch
+from cpu_fallback.chunks import chunk_bounds
+from cpu_fallback.normalize import REPLACEMENT_BYTES, match_starts_table, normalize_row, trim_symbols
+from cpu_fallback.pretokenize import next_pre_token
+
+_JIT = dict(cache=True, nogil=True)
+
+
+@njit(inline="always", **_JIT)
+def _grown(array, size, keep):
+    out = np.empty(size, array.dtype)
+    out[:keep] = array[:keep]
+    return out
+
+
+@njit(**_JIT)
+def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy, growth, match_starts, dfa_table,
+                 dfa_accepting, space, scores, char_keys, char_ids, merge_keys, merge_ids, join_keys, join_values,
+                 byte_ids, unk_id, with_spans, memo, scratch):
+    """Ids of rows first..last-1, ids per row, and (``with_spans``) each id's span in the original row.
+    ``memo`` and ``scratch``: an empty memo and :func:`~cpu_fallback.bpe.new_scratch`."""
+    none8, none64 = np.zeros(0, np.uint8), np.zeros(0, np.int64)
+    # per pre-token work gets borrowed views (see cpu_fallback.borrow) of the arguments and of the
+    # buffers (kept in *_owner variables, which stay in use to the end)
+    scores, byte_ids, dfa_table, dfa_accepting = borrow(scores), borrow(byte_ids), borrow(dfa_table), borrow(
+        dfa_accepting)
+    char_keys, char_ids, merge_keys, merge_ids = borrow(char_keys), borrow(char_ids), borrow(merge_keys), borrow(
+        merge_ids)
+    join_keys, join_values, memo, filled = borrow(join_keys), borrow(join_values), borrow(memo), 0
+    state, check, label, eow = borrow(normalizer[0]), borrow(normalizer[1]), borrow(normalizer[2]), borrow(normalizer[3])
+    targets, target_offsets, symbol = borrow(normalizer[4]), borrow(normalizer[5]), borrow(symbol)
+    match_starts, replacement = borrow(match_starts), borrow(REPLACEMENT_BYTES)
+    sym_start, sym_id, pair_id, pair_score = borrow(scratch[0][0]), borrow(scratch[1][0]), borrow(
+        scratch[2][0]), borrow(scratch[3][0])
+    size = 2 * (offsets[last] - offsets[first]) + 64
+    text_owner, length_owner, pid_owner = np.empty(size, np.uint8), np.empty(size, np.int32), np.empty(size, np.int32)
+    align_owner = np.empty(size if with_spans else 1, np.int64)
+    ids_owner, starts_owner, ends_owner = np.empty(size, np.int32), np.empty(size, np.int64), np.empty(size, np.int64)
+    text, length, pid, align = borrow(text_owner), borrow(length_owner), borrow(pid_owner), borrow(align_owner)
+    ids, starts, ends = borrow(ids_owner), borrow(starts_owner), borrow(ends_owner)
+    counts = np.zeros(last - first, np.int64)
+    at = n_ids = 0
+    for r in range(first, last):
+        begin, end = offsets[r], offsets[r + 1]
+        if at + symbol.size + growth * (end - begin) + 1 > text.size:  # maybe too small: count exactly
+            need = at + normalize_row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol,
+                                      collapse, dummy, replacement, none8, none64, 0, False, False, match_starts,
+                                      none64) + 1
+            if need > text.size:
+                grown = max(2 * text.size, need)
+                text_owner, length_owner = _grown(text_owner, grown, at), _grown(length_owner, grown, at)
+                pid_owner, align_owner = _grown(pid_owner, grown, at), _grown(align_owner, grown if with_spans else 1,
+                                                                             at if with_spans else 0)
+                text, length, pid, align = borrow(text_owner), borrow(length_owner), borrow(pid_owner), borrow(
+                    align_owner)
+        n = normalize_row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol, collapse, dummy,
+                          replacement, text, align, at, True, with_spans, match_starts, none64)
+        if collapse:
+            n = trim_symbols(text, at, n, symbol)
+        if with_spans:
+            align[at + n] = end - begin
+        if n_ids + n > ids.size:  # a row gives at most one id per byte
+            grown = max(2 * ids.size, n_ids + n)
+            ids_owner, starts_owner = _grown(ids_owner, grown, n_ids), _grown(starts_owner, grown, n_ids)
+            ends_owner = _grown(ends_owner, grown, n_ids)
+            ids, starts, ends = borrow(ids_owner), borrow(starts_owner), borrow(ends_owner)
+        row_ids = n_ids
+        p = at
+        while p < at + n:
+            _, q = next_pre_token(text, p, at + n, dfa_table, dfa_accepting, space)
+            filled, source = encode_pre_token(text, p, q, scores, char_keys, char_ids, merge_keys, merge_ids,
+                                              join_keys, join_values, length, pid, memo, filled, sym_start, sym_id,
+                                              pair_id, pair_score)
+            n_ids = emit_pre_token(text, p, q, source, byte_ids, unk_id, length, pid, ids, starts, ends, n_ids)
+            p = q
+        if with_spans:
+            for k in range(row_ids, n_ids):
+                starts[k], ends[k] = align[starts[k]], align[ends[k]]
+        counts[r - first] = n_ids - row_ids
+        at += n
+    keep = text_owner.size + length_owner.size + pid_owner.size + align_owner.size  # in use to the end
+    return ids_owner[:n_ids], counts, starts_owner[:n_ids], ends_owner[:n_ids], keep
+
+
+def encode_text(data, offsets, normalizer, symbol, collapse, dummy, growth, dfa, scores, byte_ids, unk_id, tables,
+                with_spans):
+    """Ids (int32) of every row of the batch ``data``/``offsets``, row offsets into them (int64),
+    and, when ``with_spans``, each id's start and end in its original row (int64; else None).
+
+    ``normalizer``: the charsmap arrays (trie, targets, target offsets); ``symbol``, ``collapse``,
+    ``dummy`` as in :func:`cpu_fallback.normalize.normalize_text`; ``growth``: the normalizer's most
+    output bytes per input byte; ``dfa`` a ``PreTokenDFA``;
+    ``scores``, ``byte_ids``, ``unk_id``, ``tables`` the BPE model's.
+    """
+    match_starts = match_starts_table(*normalizer[:4])
+    bounds = chunk_bounds(np.diff(offsets))
+    common = (tuple(normalizer), symbol, collapse, dummy, growth, match_starts, dfa.table, dfa.accepting, np.uint32(dfa.space),
+              scores, *tables, byte_ids, np.int32(unk_id),
+              bool(with_spans))
+
+    def chunk(c: int):
+        first, last = int(bounds[c]), int(bounds[c + 1])
+        memo = np.zeros((memo_rows(int(offsets[last] - offsets[first])), 2), np.int64)
+        return _encode_rows(data, offsets, first, last, *common, memo, new_scratch(1))[:4]
+
+    n_chunks = bounds.size - 1
+    if n_chunks <= 1 or numba.get_num_threads() == 1:
+        parts = [chunk(c) for c in range(n_chunks)]
+    else:
+        with ThreadPoolExecutor(max_workers=numba.get_num_threads()) as pool:
+            parts = list(pool.map(chunk, range(n_chunks)))
+    row_offsets = np.zeros(offsets.size, np.int64)
+    if parts:
+        np.cumsum(np.concatenate([p[1] for p in parts]), out=row_offsets[1:])
+        ids = np.concatenate([p[0] for p in parts])
+    else:
+        ids = np.zeros(0, np.int32)
+    if not with_spans:
+        return ids, row_offsets, None, None
+    if not parts:
+        return ids, row_offsets, np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return ids, row_offsets, np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts])
