@@ -119,8 +119,11 @@ class FeatureSpace:
         self.namespaces = namespace_ids(self.patterns)
         self.n_namespaces = int(self.namespaces.max()) + 1 if self.patterns else 0
         self.n_values = 0
+        # observation keys, sorted for lookup, and the id of each (ids index the parts and the weights)
         self.unigram_keys = np.zeros(0, np.int64)
         self.bigram_keys = np.zeros(0, np.int64)
+        self.unigram_ids = np.zeros(0, np.int64)
+        self.bigram_ids = np.zeros(0, np.int64)
         self.unigram_parts = np.zeros((0, 1 + self._width()), np.int64)
         self.bigram_parts = np.zeros((0, 1 + self._width()), np.int64)
 
@@ -158,17 +161,24 @@ class FeatureSpace:
         for kind, matrix in (("u", unigram), ("b", bigram)):
             chosen = [i for i, p in enumerate(self.patterns) if p.kind in (kind + "*")]
             flat = matrix.ravel()
-            keys, first = np.unique(flat, return_index=True)
+            keys, first, counts = np.unique(flat, return_index=True, return_counts=True)
             keep = keys >= 0
-            keys, first = keys[keep], first[keep]
+            keys, first, counts = keys[keep], first[keep], counts[keep]
             tokens, columns = np.divmod(first, max(matrix.shape[1], 1))
             table = np.full((keys.size, 1 + self._width()), -1, np.int64)
             for column, pattern_index in enumerate(chosen):
                 rows = columns == column
                 table[rows, 0] = self.namespaces[pattern_index]
                 table[rows, 1:1 + parts[pattern_index].shape[1]] = parts[pattern_index][tokens[rows]]
-            setattr(self, f"{'unigram' if kind == 'u' else 'bigram'}_keys", keys)
-            setattr(self, f"{'unigram' if kind == 'u' else 'bigram'}_parts", table)
+            # ids by falling frequency (ties: key order): the weights that most tokens read sit together
+            # at the front of the weight array, so training's gathers and scatters mostly hit the cache
+            by_count = np.argsort(-counts, kind="stable")
+            ids = np.empty(keys.size, np.int64)
+            ids[by_count] = np.arange(keys.size)
+            name = "unigram" if kind == "u" else "bigram"
+            setattr(self, f"{name}_keys", keys)
+            setattr(self, f"{name}_ids", ids)
+            setattr(self, f"{name}_parts", table[by_count])
         return self
 
     def _width(self) -> int:
@@ -190,7 +200,8 @@ class FeatureSpace:
             if keys.size and (np.diff(keys[order]) == 0).any():
                 raise ValueError(f"duplicate {name} observations in the model")
             setattr(self, f"{name}_keys", keys[order])
-            setattr(self, f"{name}_parts", parts[order])
+            setattr(self, f"{name}_ids", order.astype(np.int64))
+            setattr(self, f"{name}_parts", parts)
 
     def keys_of(self, parts: np.ndarray) -> np.ndarray:
         """Keys of parts rows (namespace, value ids…, -1 padding), vectorised per namespace.
@@ -225,10 +236,11 @@ class FeatureSpace:
         """Ragged per-token feature ids of ``sentences``; observations not in the space are dropped."""
         offsets, unigram, bigram, _ = self._key_matrices(sentences, grow=False)
         out = {}
-        for name, matrix, known in (("u", unigram, self.unigram_keys), ("b", bigram, self.bigram_keys)):
+        for name, matrix, known, id_of in (("u", unigram, self.unigram_keys, self.unigram_ids),
+                                           ("b", bigram, self.bigram_keys, self.bigram_ids)):
             if known.size:
                 position = np.minimum(np.searchsorted(known, matrix), known.size - 1)
-                ids = np.where((matrix >= 0) & (known[position] == matrix), position, -1)
+                ids = np.where((matrix >= 0) & (known[position] == matrix), id_of[position], -1)
             else:
                 ids = np.full(matrix.shape, -1, np.int64)
             mask = ids >= 0

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from gpu_text.backend import Backend, get_backend
+from gpu_text.crf import vectors
 from gpu_text.crf.data import bmes_to_words
 from gpu_text.crf.features import Encoded, FeatureSpace, occurrences
 from gpu_text.crf.optimize import Step, minimize, sgd_l1
@@ -201,8 +202,14 @@ class CRF:
         grad_u = backend.op("crf", "unigram_gradient")(marginals, data.labels, u_occ, u_chunks, u_features)
         grad_b = backend.op("crf", "bigram_gradient")(bigram, alpha, omega, data.labels, data.b_offsets, data.b_ids,
                                                       b_occ, b_chunks, b_features)
-        gradient = xp.concatenate([grad_u.ravel(), grad_b.ravel()]) + (share * self.rho2) * x
-        value = float((log_z - gold).sum()) + 0.5 * share * self.rho2 * float(xp.dot(x, x))
+        gradient = xp.concatenate([grad_u.ravel(), grad_b.ravel()])
+        if xp is np:  # in place, one pass: the vectors hold millions of weights
+            vectors.combine(gradient, 1.0, gradient, share * self.rho2, x)
+            norm2 = vectors.dot(x, x)
+        else:
+            gradient += (share * self.rho2) * x
+            norm2 = float(xp.dot(x, x))
+        value = float((log_z - gold).sum()) + 0.5 * share * self.rho2 * norm2
         error = 100.0 * float((marginals.argmax(axis=1) != data.labels).mean()) if data.n_tokens else 0.0
         return value, gradient, error
 
@@ -354,12 +361,9 @@ class CRF:
             tables.append((parts, weights))
         space.set_features(tables[0][0], tables[1][0])
         n_labels = len(crf.labels_)
-        for (parts, weights), known, attr, shape in ((tables[0], space.unigram_keys, "unigram_weights_", (n_labels,)),
-                                                     (tables[1], space.bigram_keys, "bigram_weights_",
-                                                      (n_labels, n_labels))):
-            array = np.zeros((len(parts), *shape))
-            array[np.searchsorted(known, space.keys_of(parts))] = weights.reshape(len(parts), *shape)
-            setattr(crf, attr, array)
+        for (parts, weights), attr, shape in ((tables[0], "unigram_weights_", (n_labels,)),
+                                              (tables[1], "bigram_weights_", (n_labels, n_labels))):
+            setattr(crf, attr, weights.reshape(len(parts), *shape).astype(np.float64))  # the file's order is the ids
         crf.space_ = space
         crf.n_unigram_, crf.n_bigram_ = space.n_unigram, space.n_bigram
         return crf

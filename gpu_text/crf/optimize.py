@@ -12,12 +12,16 @@ from typing import Any
 
 import numpy as np
 
+from gpu_text.crf import vectors
+
 
 def _xp(x: Any):
     return np if isinstance(x, np.ndarray) else __import__("cupy")
 
 
 def _dot(a: Any, b: Any) -> float:
+    if isinstance(a, np.ndarray):
+        return float(vectors.dot(a, b))
     return float(_xp(a).dot(a, b))
 
 
@@ -36,6 +40,8 @@ def pseudo_gradient(x: Any, g: Any, rho1: float) -> Any:
 
 def _two_loop(g: Any, history: list[tuple[Any, Any, float]]) -> Any:
     """−H·g by the L-BFGS two-loop recursion over (s, y, 1/yᵀs) pairs, oldest first."""
+    if isinstance(g, np.ndarray) and history:
+        return _two_loop_fused(g, history)
     q = g.copy()
     alphas = []
     for s, y, rho in reversed(history):
@@ -48,6 +54,41 @@ def _two_loop(g: Any, history: list[tuple[Any, Any, float]]) -> Any:
     for (s, y, rho), a in zip(history, reversed(alphas)):
         q += (a - rho * _dot(y, q)) * s
     return -q
+
+
+def _step_from(x: Any, step: float, d: Any) -> Any:
+    """``x + step * d`` (one pass, no temporary, on the CPU)."""
+    if isinstance(x, np.ndarray):
+        return vectors.combine(np.empty_like(x), 1.0, x, step, d)
+    return x + step * d
+
+
+def _difference(a: Any, b: Any, out: Any = None) -> Any:
+    """``a - b``, into ``out`` when given (CPU)."""
+    if isinstance(a, np.ndarray):
+        return vectors.combine(np.empty_like(a) if out is None else out, 1.0, a, -1.0, b)
+    return a - b
+
+
+def _two_loop_fused(g: np.ndarray, history: list[tuple[Any, Any, float]]) -> np.ndarray:
+    """:func:`_two_loop` with each update of q fused with the next dot product (same arithmetic, one
+    pass over memory per pair and loop instead of three, no temporaries)."""
+    q = g.copy()
+    k = len(history)
+    alphas = [0.0] * k
+    s, y, rho = history[-1]
+    alphas[-1] = rho * vectors.dot(s, q)
+    for i in range(k - 2, -1, -1):  # q -= alpha[i + 1] y[i + 1], then s[i] · q
+        alphas[i] = history[i][2] * vectors.update_dot(q, 1.0, -alphas[i + 1], history[i + 1][1], history[i][0])
+    s, y, _ = history[-1]
+    gamma = vectors.dot(s, y) / vectors.dot(y, y)
+    # q = gamma (q - alpha[0] y[0]), then y[0] · q
+    yq = vectors.update_dot(q, gamma, -alphas[0], history[0][1], history[0][1])
+    for i in range(k):  # q += (alpha[i] - rho[i] y[i] · q) s[i], then y[i + 1] · q
+        s, _, rho = history[i]
+        nxt = history[i + 1][1] if i + 1 < k else s
+        yq = vectors.update_dot(q, 1.0, alphas[i] - rho * yq, s, nxt)
+    return vectors.combine(q, -1.0, q, 0.0, q)
 
 
 @dataclass
@@ -109,7 +150,7 @@ def minimize(fun: Callable[[Any], tuple[float, Any]], x0: Any, *, rho1: float = 
             slope = _dot(g, d)
             low, high = 0.0, math.inf
             for _ in range(max_linesearch):
-                xn = x + step * d
+                xn = _step_from(x, step, d)
                 fn, gn = fun(xn)
                 evaluations += 1
                 if fn > f + 1e-4 * step * slope:
@@ -123,11 +164,12 @@ def minimize(fun: Callable[[Any], tuple[float, Any]], x0: Any, *, rho1: float = 
         if found is None:
             break
         xn, fn, gn, tn = found
-        s, y = xn - x, gn - g
+        # the oldest pair, dropped now when the history is full, lends its memory to the new one
+        oldest = pairs.pop(0) if len(pairs) >= history else (None, None, 0.0)
+        s, y = _difference(xn, x, oldest[0]), _difference(gn, g, oldest[1])
         sy = _dot(s, y)
         if sy > 0:
             pairs.append((s, y, 1.0 / sy))
-            del pairs[:-history]
         x, f, g, total = xn, fn, gn, tn
         if callback is not None and callback(Step(iteration, total, pg_norm, evaluations), x):
             break
