@@ -8,7 +8,7 @@ inside one jitted function where the original is an argument or stays in use to 
 """
 from __future__ import annotations
 
-import numpy as np
+import numpy as np  # noqa: F401 (the doctest uses it)
 from numba import carray, njit, types
 from numba.extending import intrinsic
 

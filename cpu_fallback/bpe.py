@@ -398,7 +398,7 @@ def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores,
     data = np.ascontiguousarray(data)
     length = np.empty(data.size, np.int32)
     pid = np.empty(data.size, np.int32)
-    bounds = chunk_bounds(token_ends - token_starts)
+    bounds = chunk_bounds(token_ends - token_starts, per_thread=1)  # a chunk merges a part once
     counts, sources = _encode_chunks(data, token_starts, token_ends, bounds, scores, *tables, byte_ids, length, pid,
                             memo_rows(data.size // max(bounds.size - 1, 1)))
     offsets = np.zeros(token_starts.size + 1, np.int64)

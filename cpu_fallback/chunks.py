@@ -9,9 +9,10 @@ import numba
 import numpy as np
 
 
-def chunk_bounds(sizes: np.ndarray, min_bytes: int = 1 << 18) -> np.ndarray:
-    """Index bounds of chunks of consecutive items with about equal total ``sizes``: two per thread,
-    each of at least ``min_bytes`` (fewer chunks where the work per chunk has a fixed part).
+def chunk_bounds(sizes: np.ndarray, min_bytes: int = 1 << 18, per_thread: int = 2) -> np.ndarray:
+    """Index bounds of chunks of consecutive items with about equal total ``sizes``: ``per_thread``
+    per thread, each of at least ``min_bytes`` (fewer chunks where the work per chunk has a fixed
+    part, or where a chunk reuses its own earlier work).
 
     >>> chunk_bounds(np.array([5, 5, 5, 5]), min_bytes=10).tolist()
     [0, 2, 4]
@@ -19,6 +20,6 @@ def chunk_bounds(sizes: np.ndarray, min_bytes: int = 1 << 18) -> np.ndarray:
     n = sizes.size
     cumulative = np.cumsum(sizes)
     total = int(cumulative[-1]) if n else 0
-    count = max(1, min(n, 2 * numba.get_num_threads(), total // min_bytes))
+    count = max(1, min(n, per_thread * numba.get_num_threads(), total // min_bytes))
     inner = np.searchsorted(cumulative, np.arange(1, count) * (total / count), side="right")
     return np.unique(np.concatenate(([0], inner, [n]))).astype(np.int64)

@@ -50,10 +50,14 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
     match_starts, replacement = borrow(match_starts), borrow(REPLACEMENT_BYTES)
     sym_start, sym_id, pair_id, pair_score = borrow(scratch[0][0]), borrow(scratch[1][0]), borrow(
         scratch[2][0]), borrow(scratch[3][0])
-    size = 2 * (offsets[last] - offsets[first]) + 64
+    # first guesses (the buffers grow): normalized text ~ the input (spaces become 3-byte symbols),
+    # ids ~ a third of its bytes
+    size = (offsets[last] - offsets[first]) * 3 // 2 + 64
     text_owner, length_owner, pid_owner = np.empty(size, np.uint8), np.empty(size, np.int32), np.empty(size, np.int32)
     align_owner = np.empty(size if with_spans else 1, np.int64)
-    ids_owner, starts_owner, ends_owner = np.empty(size, np.int32), np.empty(size, np.int64), np.empty(size, np.int64)
+    n_guess = size // 3
+    ids_owner, starts_owner, ends_owner = np.empty(n_guess, np.int32), np.empty(n_guess, np.int64), np.empty(
+        n_guess, np.int64)
     text, length, pid, align = borrow(text_owner), borrow(length_owner), borrow(pid_owner), borrow(align_owner)
     ids, starts, ends = borrow(ids_owner), borrow(starts_owner), borrow(ends_owner)
     counts = np.zeros(last - first, np.int64)
@@ -111,7 +115,7 @@ def encode_text(data, offsets, normalizer, symbol, collapse, dummy, growth, dfa,
     ``scores``, ``byte_ids``, ``unk_id``, ``tables`` the BPE model's.
     """
     match_starts = match_starts_table(*normalizer[:4])
-    bounds = chunk_bounds(np.diff(offsets))
+    bounds = chunk_bounds(np.diff(offsets), per_thread=1)  # a chunk merges a part once
     common = (tuple(normalizer), symbol, collapse, dummy, growth, match_starts, dfa.table, dfa.accepting, np.uint32(dfa.space),
               scores, *tables, byte_ids, np.int32(unk_id),
               bool(with_spans))

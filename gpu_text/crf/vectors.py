@@ -15,6 +15,14 @@ _JIT = dict(cache=True, nogil=True)
 BLOCKS = 64
 
 
+@njit(inline="always", **_JIT)
+def _in_order(partial):
+    total = 0.0
+    for b in range(BLOCKS):
+        total += partial[b]
+    return total
+
+
 @njit(parallel=True, **_JIT)
 def update_dot(q, scale, a, y, s):
     """``q = scale * (q + a * y)`` in place, then return ``s · q``.
@@ -32,10 +40,7 @@ def update_dot(q, scale, a, y, s):
             q[i] = v
             acc += s[i] * v
         partial[b] = acc
-    total = 0.0
-    for b in range(BLOCKS):
-        total += partial[b]
-    return total
+    return _in_order(partial)
 
 
 @njit(parallel=True, **_JIT)
@@ -45,17 +50,13 @@ def dot(a, b):
     >>> dot(np.arange(4.0), np.ones(4))
     6.0
     """
-    n = a.size
     partial = np.zeros(BLOCKS)
     for k in prange(BLOCKS):
         acc = 0.0
-        for i in range(k * n // BLOCKS, (k + 1) * n // BLOCKS):
+        for i in range(k * a.size // BLOCKS, (k + 1) * a.size // BLOCKS):
             acc += a[i] * b[i]
         partial[k] = acc
-    total = 0.0
-    for k in range(BLOCKS):
-        total += partial[k]
-    return total
+    return _in_order(partial)
 
 
 @njit(parallel=True, **_JIT)
