@@ -235,8 +235,8 @@ def _memo_put(memo, filled, slot, h, begin, n):
 
 
 @njit(inline="always", **_JIT)
-def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, join_keys, join_values, length,
-                     pid, memo, filled, sym_start, sym_id, pair_id, pair_score):
+def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, join_keys, join_values,
+                     length, pid, memo, filled, sym_start, sym_id, pair_id, pair_score):
     """Merge the pre-token data[begin:end); returns (memo rows filled, where its symbols are).
 
     The symbols are described by ``length`` (bytes of the symbol starting at each position; 0 inside
@@ -395,12 +395,13 @@ def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores,
     ``tables``: the model's :class:`~gpu_text.tokenizer.merge_tables.MergeTables`; the trie arrays
     (``state`` … ``eow``) are what the CUDA twin merges with, and are not needed here.
     """
-    data = np.ascontiguousarray(data)
+    c = np.ascontiguousarray  # borrowed views need C order
+    data = c(data)
     length = np.empty(data.size, np.int32)
     pid = np.empty(data.size, np.int32)
     bounds = chunk_bounds(token_ends - token_starts, per_thread=1)  # a chunk merges a part once
-    counts, sources = _encode_chunks(data, token_starts, token_ends, bounds, scores, *tables, byte_ids, length, pid,
-                            memo_rows(data.size // max(bounds.size - 1, 1)))
+    counts, sources = _encode_chunks(data, token_starts, token_ends, bounds, c(scores), *(c(a) for a in tables),
+                                     c(byte_ids), length, pid, memo_rows(data.size // max(bounds.size - 1, 1)))
     offsets = np.zeros(token_starts.size + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
     total = int(offsets[-1])

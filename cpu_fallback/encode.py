@@ -45,7 +45,8 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
     char_keys, char_ids, merge_keys, merge_ids = borrow(char_keys), borrow(char_ids), borrow(merge_keys), borrow(
         merge_ids)
     join_keys, join_values, memo, filled = borrow(join_keys), borrow(join_values), borrow(memo), 0
-    state, check, label, eow = borrow(normalizer[0]), borrow(normalizer[1]), borrow(normalizer[2]), borrow(normalizer[3])
+    state, check, label, eow = (borrow(normalizer[0]), borrow(normalizer[1]), borrow(normalizer[2]),
+                                borrow(normalizer[3]))
     targets, target_offsets, symbol = borrow(normalizer[4]), borrow(normalizer[5]), borrow(symbol)
     match_starts, replacement = borrow(match_starts), borrow(REPLACEMENT_BYTES)
     sym_start, sym_id, pair_id, pair_score = borrow(scratch[0][0]), borrow(scratch[1][0]), borrow(
@@ -116,9 +117,10 @@ def encode_text(data, offsets, normalizer, symbol, collapse, dummy, growth, dfa,
     """
     match_starts = match_starts_table(*normalizer[:4])
     bounds = chunk_bounds(np.diff(offsets), per_thread=1)  # a chunk merges a part once
-    common = (tuple(normalizer), symbol, collapse, dummy, growth, match_starts, dfa.table, dfa.accepting, np.uint32(dfa.space),
-              scores, *tables, byte_ids, np.int32(unk_id),
-              bool(with_spans))
+    c = np.ascontiguousarray  # borrowed views need C order
+    common = (tuple(c(a) for a in normalizer), c(symbol), collapse, dummy, growth, match_starts, c(dfa.table),
+              c(dfa.accepting), np.uint32(dfa.space), c(scores), *(c(a) for a in tables), c(byte_ids),
+              np.int32(unk_id), bool(with_spans))
 
     def chunk(c: int):
         first, last = int(bounds[c]), int(bounds[c + 1])

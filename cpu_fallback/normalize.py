@@ -48,8 +48,8 @@ def _byte(source, p, targets, data, replacement):
 
 
 @njit(**_JIT)
-def normalize_row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol, collapse, dummy, replacement,
-         out, align, at, write, aligned, match_starts, none):
+def normalize_row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol, collapse, dummy,
+                  replacement, out, align, at, write, aligned, match_starts, none):
     """Untrimmed output of one string (written at ``out[at:]`` when ``write``, each byte's origin at
     ``align[at:]`` when ``aligned`` too); returns its length. ``none``: an empty int64 array."""
     i = begin
@@ -141,8 +141,9 @@ def _rows(state, check, label, eow, targets, target_offsets, data, offsets, symb
     for c in prange(bounds.size - 1):
         for r in range(bounds[c], bounds[c + 1]):
             at = row_offsets[r]
-            n = normalize_row(state, check, label, eow, targets, target_offsets, data, offsets[r], offsets[r + 1], symbol,
-                     collapse, dummy, REPLACEMENT_BYTES, out, align, at, write, aligned, match_starts, none)
+            n = normalize_row(state, check, label, eow, targets, target_offsets, data, offsets[r], offsets[r + 1],
+                              symbol, collapse, dummy, REPLACEMENT_BYTES, out, align, at, write, aligned, match_starts,
+                              none)
             if write and collapse:
                 n = trim_symbols(out, at, n, symbol)
             lengths[r] = n
