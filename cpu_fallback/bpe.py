@@ -251,7 +251,7 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
         return filled, begin
     word = end - begin <= SHORT  # longer pre-tokens (lines without spaces) rarely repeat whole
     if word:
-        whole, at = _memo_find(memo, data, _byte_hash(data, begin, end), begin, end - begin)
+        _, at = _memo_find(memo, data, _byte_hash(data, begin, end), begin, end - begin)
         if at >= 0:
             return filled, at
     part = i = begin
