@@ -165,3 +165,29 @@ def test_save_load_round_trip(tmp_path):
     (tmp_path / "bad.crf").write_text("something else\n")
     with pytest.raises(ValueError, match="not a"):
         CRF.load(str(tmp_path / "bad.crf"))
+
+
+@pytest.mark.parametrize("pairs", [1, 2, 5])
+def test_fused_two_loop_equals_the_textbook_recursion(pairs):
+    """The CPU's fused L-BFGS recursion (one pass per pair and loop) against the plain formula."""
+    from gpu_text.crf import optimize, vectors
+
+    rng = np.random.default_rng(pairs)
+    n = 10_001  # not a multiple of the block count
+    g = rng.normal(size=n)
+    history = []
+    for _ in range(pairs):
+        s = rng.normal(size=n)
+        y = s + 0.3 * rng.normal(size=n)
+        history.append((s, y, 1.0 / float(s @ y)))
+    q, alphas = g.copy(), []
+    for s, y, rho in reversed(history):
+        alphas.append(rho * float(s @ q))
+        q = q - alphas[-1] * y
+    s, y, _ = history[-1]
+    q = q * float(s @ y) / float(y @ y)
+    for (s, y, rho), a in zip(history, reversed(alphas)):
+        q = q + (a - rho * float(y @ q)) * s
+    np.testing.assert_allclose(optimize._two_loop(g, history), -q, rtol=1e-10, atol=1e-12)
+    assert vectors.dot(g, g) == vectors.dot(g.copy(), g.copy())  # the same order of additions every time
+    np.testing.assert_allclose(vectors.dot(g, history[0][0]), g @ history[0][0], rtol=1e-12)
