@@ -92,18 +92,27 @@ def _before(sa, la, sb, lb):
 
 
 @njit(inline="always", **_JIT)
-def _push(heap, hs, count, score, left, size, merged):
+def _set(heap, hs, i, score, left, size, merged):
     """Heap rows are (left symbol index, bytes of the pair, merged id) in ``heap``, scores in ``hs``."""
+    hs[i] = score
+    heap[i, 0], heap[i, 1], heap[i, 2] = left, size, merged
+
+
+@njit(inline="always", **_JIT)
+def _move(heap, hs, to, source):
+    _set(heap, hs, to, hs[source], heap[source, 0], heap[source, 1], heap[source, 2])
+
+
+@njit(inline="always", **_JIT)
+def _push(heap, hs, count, score, left, size, merged):
     i = count
     while i > 0:
         parent = (i - 1) // 2
         if not _before(score, left, hs[parent], heap[parent, 0]):
             break
-        hs[i] = hs[parent]
-        heap[i, 0], heap[i, 1], heap[i, 2] = heap[parent, 0], heap[parent, 1], heap[parent, 2]
+        _move(heap, hs, i, parent)
         i = parent
-    hs[i] = score
-    heap[i, 0], heap[i, 1], heap[i, 2] = left, size, merged
+    _set(heap, hs, i, score, left, size, merged)
     return count + 1
 
 
@@ -111,7 +120,7 @@ def _push(heap, hs, count, score, left, size, merged):
 def _pop(heap, hs, count):
     left, size, merged = heap[0, 0], heap[0, 1], heap[0, 2]
     count -= 1
-    ls, ll, lz, lm = hs[count], heap[count, 0], heap[count, 1], heap[count, 2]
+    last = count  # its row moves down from the top
     i = 0
     while True:
         child = 2 * i + 1
@@ -119,13 +128,11 @@ def _pop(heap, hs, count):
             break
         if child + 1 < count and _before(hs[child + 1], heap[child + 1, 0], hs[child], heap[child, 0]):
             child += 1
-        if not _before(hs[child], heap[child, 0], ls, ll):
+        if not _before(hs[child], heap[child, 0], hs[last], heap[last, 0]):
             break
-        hs[i] = hs[child]
-        heap[i, 0], heap[i, 1], heap[i, 2] = heap[child, 0], heap[child, 1], heap[child, 2]
+        _move(heap, hs, i, child)
         i = child
-    hs[i] = ls
-    heap[i, 0], heap[i, 1], heap[i, 2] = ll, lz, lm
+    _move(heap, hs, i, last)
     return left, size, merged, count
 
 
@@ -168,14 +175,13 @@ def merge_long(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_
         prev[nxt[right]] = left
         count = _offer(scores, merge_keys, merge_ids, sym_start, sym_id, nxt, n, prev[left], heap, hs, count)
         count = _offer(scores, merge_keys, merge_ids, sym_start, sym_id, nxt, n, left, heap, hs, count)
-    k = 0
-    while k < n:
-        at = sym_start[k]
-        length[at] = sym_start[nxt[k]] - at
-        for q in range(at + 1, sym_start[nxt[k]]):
-            length[q] = 0
-        pid[at] = sym_id[k] if sym_id[k] < scores.size else -1
+    live = k = 0
+    while k < n:  # the live symbols, packed to the front (live <= k)
+        sym_start[live], sym_id[live] = sym_start[k], sym_id[k]
+        live += 1
         k = nxt[k]
+    sym_start[live] = end
+    _write(length, pid, scores.size, sym_start, sym_id, live)
 
 
 @njit(inline="always", **_JIT)
@@ -251,7 +257,8 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
         return filled, begin
     word = end - begin <= SHORT  # longer pre-tokens (lines without spaces) rarely repeat whole
     if word:
-        _, at = _memo_find(memo, data, _byte_hash(data, begin, end), begin, end - begin)
+        word_hash = _byte_hash(data, begin, end)
+        _, at = _memo_find(memo, data, word_hash, begin, end - begin)
         if at >= 0:
             return filled, at
     part = i = begin
@@ -292,9 +299,8 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
             width, key, char = next_width, next_key, next_char
         i = after
     if word:  # parts may have taken the slot found above: look again
-        h = _byte_hash(data, begin, end)
-        whole, _ = _memo_find(memo, data, h, begin, end - begin)
-        filled = _memo_put(memo, filled, whole, h, begin, end - begin)
+        slot, _ = _memo_find(memo, data, word_hash, begin, end - begin)
+        filled = _memo_put(memo, filled, slot, word_hash, begin, end - begin)
     return filled, begin
 
 

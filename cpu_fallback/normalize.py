@@ -47,6 +47,18 @@ def _byte(source, p, targets, data, replacement):
     return replacement[p]
 
 
+@njit(inline="always", **_JIT)
+def _put_symbol(symbol, origin, out, align, at, n, write, aligned):
+    """The space symbol at out[at + n:] (when ``write``; its origin in ``align`` when ``aligned``)."""
+    for k in range(symbol.size):
+        if write:
+            out[at + n] = symbol[k]
+            if aligned:
+                align[at + n] = origin
+        n += 1
+    return n
+
+
 @njit(**_JIT)
 def normalize_row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol, collapse, dummy,
                   replacement, out, align, at, write, aligned, match_starts, none):
@@ -63,23 +75,13 @@ def normalize_row(state, check, label, eow, targets, target_offsets, data, begin
         return 0
     n = 0
     if dummy:
-        for k in range(symbol.size):
-            if write:
-                out[at + n] = symbol[k]
-                if aligned:
-                    align[at + n] = 0
-            n += 1
+        n = _put_symbol(symbol, 0, out, align, at, n, write, aligned)
     prev_space = collapse
     while i < end:
         first = data[i]
         if first == _SPACE and _no_match_at(match_starts, data, i, end):
             if not prev_space:  # a space after a space is dropped when collapsing (prev_space is False otherwise)
-                for k in range(symbol.size):
-                    if write:
-                        out[at + n] = symbol[k]
-                        if aligned:
-                            align[at + n] = i - begin
-                    n += 1
+                n = _put_symbol(symbol, i - begin, out, align, at, n, write, aligned)
             prev_space = collapse
             i += 1
             continue
@@ -103,12 +105,7 @@ def normalize_row(state, check, label, eow, targets, target_offsets, data, begin
             for p in range(a, b):
                 byte = _byte(src, p, targets, data, replacement)
                 if byte == _SPACE:
-                    for k in range(symbol.size):
-                        if write:
-                            out[at + n] = symbol[k]
-                            if aligned:
-                                align[at + n] = i - begin
-                        n += 1
+                    n = _put_symbol(symbol, i - begin, out, align, at, n, write, aligned)
                 else:
                     if write:
                         out[at + n] = byte
