@@ -28,6 +28,9 @@ def test_offsets_point_into_the_original_text():
 
 
 def test_lossless_round_trip_with_reconstruct():
+    """Any text without the space symbol itself: a literal U+2581 in the input decodes to a space, as
+    in the seed and SentencePiece (both are spelled ▁ after normalization), so it is the one
+    character reconstruct cannot give back; the next test pins that down."""
     hypothesis = require("hypothesis")
     strategies = hypothesis.strategies
     pieces = ["<unk>", "<s>", "</s>"] + [byte_piece(b) for b in range(256)] + ["▁", "a", "ab"]
@@ -36,11 +39,18 @@ def test_lossless_round_trip_with_reconstruct():
                     PreTokenizer())
 
     @hypothesis.settings(max_examples=200, deadline=None)
-    @hypothesis.given(strategies.lists(strategies.text(), max_size=5))
+    @hypothesis.given(strategies.lists(strategies.text(strategies.characters(exclude_characters="\u2581")),
+                                       max_size=5))
     def round_trip(texts):
         assert tok.decode_batch(tok.encode(texts, backend="cpu").ids) == texts
 
     round_trip()
+
+
+def test_a_literal_space_symbol_decodes_to_a_space():
+    tok = Tokenizer(BPEModel(["<unk>", "▁", "a"], [0.0, -1.0, -2.0], [2, 1, 1]), Normalizer("no", reconstruct=True),
+                    PreTokenizer())
+    assert tok.decode_batch(tok.encode(["a▁a", "a a"]).ids) == ["a a", "a a"]
 
 
 def _staged_and_by_rows(tok, texts):
