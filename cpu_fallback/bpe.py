@@ -1,6 +1,6 @@
 """Numba twin of ``cuda/bpe.cu``: BPE encoding by replaying merges in score order.
 
-Where the GPU gives every pre-token a thread, the CPU first cuts each pre-token between characters
+Where the GPU gives every short pre-token a thread (and a long one a block), the CPU first cuts each pre-token between characters
 that no piece joins (:mod:`gpu_text.tokenizer.merge_tables`): the parts are independent and short,
 and natural text repeats them, so each chunk of pre-tokens merges every distinct part once and
 copies the result to its repeats. Symbols are piece ids (characters that are no piece have ids

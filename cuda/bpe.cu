@@ -4,11 +4,15 @@
 // piece goes into a max-heap keyed (score, then smaller left position); pop, skip stale pairs
 // (a side already merged away or resized), merge, and offer the new symbol's two neighbour pairs.
 // O(n log n) per pre-token. Leftover symbols that are not pieces fall back to <0xXX> byte pieces
-// (or the unknown id). One thread per pre-token; the linked list and heap live in global scratch
+// (or the unknown id). One thread per short pre-token; the linked list and heap live in global scratch
 // indexed by the pre-token's byte positions (heap: 3 slots per byte, enough for every push).
 // Pass 1 (bpe_merge) merges and counts tokens, pass 2 (bpe_emit) writes ids and byte spans.
+// Pre-tokens longer than `long_bytes` are left to a block each (bpe_merge_long, bpe_emit_long).
 #include "utf8.cuh"
 #include "double_array.cuh"
+#include "merge_tables.cuh"
+
+#define INT_MIN_VALUE (-2147483647 - 1)
 
 struct Vocab {
     const int* state;
@@ -92,12 +96,13 @@ bpe_merge(const u8* __restrict__ data, const i64* __restrict__ token_starts, con
           const u8* __restrict__ eow, int trie_size, const float* __restrict__ scores, const int* __restrict__ byte_ids,
           int unk_id, int* __restrict__ sym_len, int* __restrict__ sym_next, int* __restrict__ sym_prev,
           float* __restrict__ heap_score, int* __restrict__ heap_left, int* __restrict__ heap_size,
-          i64* __restrict__ counts) {
+          i64 long_bytes, i64* __restrict__ counts) {
     const i64 t = global_thread_index();
     if (t >= n_tokens) return;
     const Vocab v = {state, check, label, eow, trie_size, scores, byte_ids, unk_id};
     const i64 begin = token_starts[t], end = token_ends[t];
     const int n = (int)(end - begin);
+    if (n > long_bytes) return;
     int* len = sym_len + begin;
     int* next = sym_next + begin;
     int* prev = sym_prev + begin;
@@ -141,12 +146,13 @@ bpe_emit(const u8* __restrict__ data, const i64* __restrict__ token_starts, cons
          i64 n_tokens, const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
          const u8* __restrict__ eow, int trie_size, const int* __restrict__ byte_ids, int unk_id,
          const int* __restrict__ sym_len, const int* __restrict__ sym_next, const i64* __restrict__ out_offsets,
-         int* __restrict__ ids, i64* __restrict__ id_starts, i64* __restrict__ id_ends) {
+         i64 long_bytes, int* __restrict__ ids, i64* __restrict__ id_starts, i64* __restrict__ id_ends) {
     const i64 t = global_thread_index();
     if (t >= n_tokens) return;
     const Vocab v = {state, check, label, eow, trie_size, nullptr, byte_ids, unk_id};
     const i64 begin = token_starts[t], end = token_ends[t];
     const int n = (int)(end - begin);
+    if (n > long_bytes) return;
     i64 out = out_offsets[t];
     bool prev_unk = false;
     for (int p = 0; p < n; p = sym_next[begin + p] >= 0 ? sym_next[begin + p] : n) {
@@ -169,5 +175,290 @@ bpe_emit(const u8* __restrict__ data, const i64* __restrict__ token_starts, cons
             }
         }
         prev_unk = unk;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Long pre-tokens (a Chinese line with Cn none, a line of "aaaa..."): one block each, merging in
+// rounds that replay the same priority order.
+//
+// The pre-token is cut between characters that sit next to each other in no piece (the `joins`
+// table): no merge ever crosses such a cut, so the parts evolve independently. In a round each
+// part takes its best score s; the pairs scoring s form chains of overlapping pairs, and the
+// sequential algorithm pops them left to right, the 1st, 3rd, 5th... of each chain (a popped pair
+// leaves the next one stale). It keeps doing so until a merge creates a pair that scores >= s on
+// its left or right: that pair pops before the next s pair, so the round stops after the first
+// such merge and the next round starts from there. Natural text has short parts and finishes in
+// as many rounds as its longest part has merges; "aaaa..." in as many as its pieces have levels.
+//
+// Scratch (global memory, `work`): LONG_ARRAYS int arrays of the pre-token's byte length.
+
+#define LONG_ARRAYS 10
+
+struct LongScratch {
+    int* start[2];   // byte offset (from begin) of each symbol; double-buffered across rounds
+    int* id[2];      // symbol id of merge_tables (a piece id or a character id), -1 if it never merges
+    int* part[2];    // index of the part holding the symbol
+    int* merged;     // piece the pair (k, k+1) merges into, or -1
+    int* chosen;     // pair k is popped this round (unless past its part's cut)
+    int* best;       // per part: the best score this round, as an order-preserving int
+    int* cut;        // per part: the last pair popped this round
+    float* score;    // score of pair k's piece
+};
+
+__device__ __forceinline__ int score_order(float s) {
+    const int bits = __float_as_int(s);
+    return bits >= 0 ? bits : bits ^ 0x7FFFFFFF;
+}
+
+// This thread's share [*lo, *hi) of `count` items, contiguous and in thread order.
+__device__ __forceinline__ void thread_chunk(i64 count, i64* lo, i64* hi) {
+    *lo = count * threadIdx.x / GT_BLOCK;
+    *hi = count * (threadIdx.x + 1) / GT_BLOCK;
+}
+
+struct MergeTables {
+    HashTable chars, merges, joins;
+};
+
+__device__ __forceinline__ int merge_of(const MergeTables& mt, int left, int right) {
+    return left >= 0 && right >= 0 ? table_lookup(mt.merges, pair_key(left, right)) : -1;
+}
+
+// One symbol per character, their ids and parts; returns the number of symbols.
+__device__ int long_symbols(const u8* data, i64 begin, int n, const MergeTables& mt, const LongScratch& s,
+                            i64* scan_scratch) {
+    i64 lo, hi, total;
+    thread_chunk(n, &lo, &hi);
+    i64 count = 0;
+    for (i64 i = lo; i < hi; ++i) count += utf8_starts_char(data, begin + i, begin, begin + n);
+    i64 at = block_exclusive_scan(count, scan_scratch, &total);
+    for (i64 i = lo; i < hi; ++i)
+        if (utf8_starts_char(data, begin + i, begin, begin + n)) s.start[0][at++] = (int)i;
+    const int m = (int)total;
+    __syncthreads();
+    for (int k = threadIdx.x; k < m; k += GT_BLOCK) {
+        const int width = (k + 1 < m ? s.start[0][k + 1] : n) - s.start[0][k];
+        s.id[0][k] = table_lookup(mt.chars, char_key(data + begin + s.start[0][k], width));
+    }
+    __syncthreads();
+    // a part starts at every character that does not join its left neighbour inside some piece
+    thread_chunk(m, &lo, &hi);
+    count = 0;
+    for (i64 k = lo; k < hi; ++k) {
+        s.chosen[k] = k == 0 || s.id[0][k - 1] < 0 || s.id[0][k] < 0 ||
+                      table_lookup(mt.joins, pair_key(s.id[0][k - 1], s.id[0][k])) < 0;
+        count += s.chosen[k];
+    }
+    at = block_exclusive_scan(count, scan_scratch, &total);
+    for (i64 k = lo; k < hi; ++k) {
+        at += s.chosen[k];
+        s.part[0][k] = (int)at - 1;
+    }
+    __syncthreads();
+    return m;
+}
+
+// Round step 1: every pair's merge and score, each part's best; false when nothing merges.
+__device__ bool long_score_pairs(int m, int n_parts, int cur, const MergeTables& mt, const float* scores,
+                                 const LongScratch& s) {
+    for (int p = threadIdx.x; p < n_parts; p += GT_BLOCK) {
+        s.best[p] = INT_MIN_VALUE;
+        s.cut[p] = m;
+    }
+    __syncthreads();
+    int any = 0;
+    for (int k = threadIdx.x; k < m - 1; k += GT_BLOCK) {
+        const int part = s.part[cur][k];
+        const int merged = part == s.part[cur][k + 1] ? merge_of(mt, s.id[cur][k], s.id[cur][k + 1]) : -1;
+        s.merged[k] = merged;
+        if (merged >= 0) {
+            s.score[k] = scores[merged];
+            atomicMax(&s.best[part], score_order(scores[merged]));
+            any = 1;
+        }
+    }
+    return __syncthreads_or(any);
+}
+
+// Round step 2: choose the 1st, 3rd, 5th... pair of every chain of best-scoring pairs.
+__device__ void long_choose(int m, int cur, const LongScratch& s, int* chunk_trail, int* chunk_whole) {
+    i64 lo, hi;
+    thread_chunk(m - 1, &lo, &hi);
+    int trail = 0, whole = 1;
+    for (i64 k = lo; k < hi; ++k) {
+        const bool top = s.merged[k] >= 0 && score_order(s.score[k]) == s.best[s.part[cur][k]];
+        trail = top ? trail + 1 : 0;
+        whole &= top;
+    }
+    chunk_trail[threadIdx.x] = trail;
+    chunk_whole[threadIdx.x] = whole;
+    __syncthreads();
+    int run = 0;  // length of the chain reaching into this chunk
+    for (int q = (int)threadIdx.x - 1; q >= 0; --q) {
+        run += chunk_trail[q];
+        if (!chunk_whole[q]) break;
+    }
+    for (i64 k = lo; k < hi; ++k) {
+        const bool top = s.merged[k] >= 0 && score_order(s.score[k]) == s.best[s.part[cur][k]];
+        s.chosen[k] = top && run % 2 == 0;
+        run = top ? run + 1 : 0;
+    }
+    __syncthreads();
+}
+
+// Round step 3: the first chosen pair per part whose merge makes a pair scoring >= the round's.
+__device__ void long_find_cuts(int m, int cur, const MergeTables& mt, const float* scores, const LongScratch& s) {
+    for (int k = threadIdx.x; k < m - 1; k += GT_BLOCK) {
+        if (!s.chosen[k]) continue;
+        const int part = s.part[cur][k], merged = s.merged[k];
+        const float top = s.score[k];
+        bool stops = false;
+        if (k >= 1 && s.part[cur][k - 1] == part) {  // the left neighbour, already merged if chosen
+            const int left = k >= 2 && s.chosen[k - 2] ? s.merged[k - 2] : s.id[cur][k - 1];
+            const int j = merge_of(mt, left, merged);
+            stops = j >= 0 && scores[j] >= top;
+        }
+        if (k + 2 < m && s.part[cur][k + 2] == part) {  // the right neighbour, not merged yet
+            const int j = merge_of(mt, merged, s.id[cur][k + 2]);
+            stops = stops || (j >= 0 && scores[j] >= top);
+        }
+        if (stops) atomicMin(&s.cut[part], k);
+    }
+    __syncthreads();
+}
+
+// Round step 4: merge the chosen pairs up to their part's cut into the other buffer; returns m.
+__device__ int long_merge(int m, int cur, const LongScratch& s, i64* scan_scratch) {
+    i64 lo, hi, total;
+    thread_chunk(m, &lo, &hi);
+#define POPPED(k) ((k) < m - 1 && s.chosen[k] && (k) <= s.cut[s.part[cur][k]])
+    i64 count = 0;
+    for (i64 k = lo; k < hi; ++k) count += !(k >= 1 && POPPED(k - 1));
+    i64 at = block_exclusive_scan(count, scan_scratch, &total);
+    const int nxt = cur ^ 1;
+    for (i64 k = lo; k < hi; ++k) {
+        if (k >= 1 && POPPED(k - 1)) continue;
+        s.start[nxt][at] = s.start[cur][k];
+        s.id[nxt][at] = POPPED(k) ? s.merged[k] : s.id[cur][k];
+        s.part[nxt][at] = s.part[cur][k];
+        ++at;
+    }
+#undef POPPED
+    __syncthreads();
+    return (int)total;
+}
+
+// Is the final symbol at byte `at` (relative to data) a piece?
+__device__ __forceinline__ bool known_symbol(const Vocab& v, const u8* data, i64 at, int length) {
+    return piece_id(v, data, at, at + length) >= 0;
+}
+
+// Tokens the final symbol at `at` adds (see symbol_tokens), its unknown predecessor read through prev.
+__device__ __forceinline__ int long_symbol_tokens(const Vocab& v, const u8* data, i64 begin, const int* len,
+                                                  const int* prev, int at) {
+    if (known_symbol(v, data, begin + at, len[at])) return 1;
+    if (v.byte_ids[0] >= 0) return len[at];
+    const int before = prev[at];
+    return before >= 0 && !known_symbol(v, data, begin + before, len[before]) ? 0 : 1;
+}
+
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+bpe_merge_long(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
+               const i64* __restrict__ long_tokens, const i64* __restrict__ work_at, i64 work_size, int* work,
+               float* pair_score, const u64* __restrict__ char_keys, const int* __restrict__ char_ids, i64 char_size,
+               const u64* __restrict__ merge_keys, const int* __restrict__ merge_ids, i64 merge_size,
+               const u64* __restrict__ join_keys, i64 join_size, const int* __restrict__ state,
+               const int* __restrict__ check, const u8* __restrict__ label, const u8* __restrict__ eow, int trie_size,
+               const float* __restrict__ scores, const int* __restrict__ byte_ids, int unk_id, int* sym_len,
+               int* sym_next, int* sym_prev, i64* __restrict__ counts) {
+    __shared__ i64 scan_scratch[GT_WARPS];
+    __shared__ int chunk_trail[GT_BLOCK], chunk_whole[GT_BLOCK];
+    const i64 t = long_tokens[blockIdx.x];
+    const i64 begin = token_starts[t];
+    const int n = (int)(token_ends[t] - begin);
+    const MergeTables mt = {{char_keys, char_ids, char_size}, {merge_keys, merge_ids, merge_size},
+                            {join_keys, nullptr, join_size}};
+    int* w = work + work_at[blockIdx.x];
+    LongScratch s;
+    for (int b = 0; b < 2; ++b) {
+        s.start[b] = w + (0 + b) * work_size;
+        s.id[b] = w + (2 + b) * work_size;
+        s.part[b] = w + (4 + b) * work_size;
+    }
+    s.merged = w + 6 * work_size;
+    s.chosen = w + 7 * work_size;
+    s.best = w + 8 * work_size;
+    s.cut = w + 9 * work_size;
+    s.score = pair_score + work_at[blockIdx.x];
+
+    int m = long_symbols(data, begin, n, mt, s, scan_scratch);
+    const int n_parts = s.part[0][m - 1] + 1;
+    int cur = 0;
+    while (long_score_pairs(m, n_parts, cur, mt, scores, s)) {
+        long_choose(m, cur, s, chunk_trail, chunk_whole);
+        long_find_cuts(m, cur, mt, scores, s);
+        m = long_merge(m, cur, s, scan_scratch);
+        cur ^= 1;
+    }
+
+    // the final symbols, in the layout bpe_emit reads
+    int* len = sym_len + begin;
+    int* next = sym_next + begin;
+    int* prev = sym_prev + begin;
+    for (int i = threadIdx.x; i < n; i += GT_BLOCK) len[i] = 0;
+    __syncthreads();
+    for (int k = threadIdx.x; k < m; k += GT_BLOCK) {
+        const int at = s.start[cur][k], after = k + 1 < m ? s.start[cur][k + 1] : n;
+        len[at] = after - at;
+        next[at] = k + 1 < m ? after : -1;
+        prev[at] = k > 0 ? s.start[cur][k - 1] : -1;
+    }
+    __syncthreads();
+    const Vocab v = {state, check, label, eow, trie_size, scores, byte_ids, unk_id};
+    i64 tokens = 0;
+    for (int k = threadIdx.x; k < m; k += GT_BLOCK) tokens += long_symbol_tokens(v, data, begin, len, prev, s.start[cur][k]);
+    tokens = block_sum(tokens, scan_scratch);
+    if (threadIdx.x == 0) counts[t] = tokens;
+}
+
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+bpe_emit_long(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
+              const i64* __restrict__ long_tokens, const int* __restrict__ state, const int* __restrict__ check,
+              const u8* __restrict__ label, const u8* __restrict__ eow, int trie_size,
+              const int* __restrict__ byte_ids, int unk_id, const int* __restrict__ sym_len,
+              const int* __restrict__ sym_next, const int* __restrict__ sym_prev,
+              const i64* __restrict__ out_offsets, int* __restrict__ ids, i64* __restrict__ id_starts,
+              i64* __restrict__ id_ends) {
+    __shared__ i64 scan_scratch[GT_WARPS];
+    const i64 t = long_tokens[blockIdx.x];
+    const i64 begin = token_starts[t];
+    const int n = (int)(token_ends[t] - begin);
+    const Vocab v = {state, check, label, eow, trie_size, nullptr, byte_ids, unk_id};
+    const int* len = sym_len + begin;
+    const int* next = sym_next + begin;
+    const int* prev = sym_prev + begin;
+    i64 lo, hi, total;
+    thread_chunk(n, &lo, &hi);
+    i64 count = 0;
+    for (i64 i = lo; i < hi; ++i)
+        if (len[i] > 0) count += long_symbol_tokens(v, data, begin, len, prev, (int)i);
+    i64 out = out_offsets[t] + block_exclusive_scan(count, scan_scratch, &total);
+    for (i64 i = lo; i < hi; ++i) {
+        if (len[i] == 0) continue;
+        const i64 at = begin + i;
+        const int id = piece_id(v, data, at, at + len[i]);
+        if (id >= 0) {
+            ids[out] = id; id_starts[out] = at; id_ends[out] = at + len[i]; ++out;
+        } else if (byte_ids[0] >= 0) {
+            for (int k = 0; k < len[i]; ++k, ++out) {
+                ids[out] = byte_ids[data[at + k]]; id_starts[out] = at + k; id_ends[out] = at + k + 1;
+            }
+        } else if (prev[i] < 0 || known_symbol(v, data, begin + prev[i], len[prev[i]])) {
+            // an unknown run starts here: one token up to its last unknown symbol
+            i64 stop = at + len[i];
+            for (int q = next[i]; q >= 0 && !known_symbol(v, data, begin + q, len[q]); q = next[q]) stop = begin + q + len[q];
+            ids[out] = unk_id; id_starts[out] = at; id_ends[out] = stop; ++out;
+        }
     }
 }

@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gpu_text.cuda_ops import bpe as cuda_bpe
 from gpu_text.tokenizer.bpe import BPEModel, PieceType, byte_piece
-from tests.conftest import require
+from tests.conftest import kernel_backends, require, resolve
 from tests.reference import bpe as reference
 from tests.test_utf8_kernels import host
 
@@ -39,6 +40,17 @@ def random_pre_tokens(rng: np.random.Generator, count: int) -> tuple[np.ndarray,
     return np.frombuffer(b"".join(raw), np.uint8), ends - lengths, ends
 
 
+def assert_encodes_like_reference(model: BPEModel, raw: list[bytes], backend) -> None:
+    lengths = np.array([len(r) for r in raw], np.int64)
+    ends = np.cumsum(lengths)
+    data, starts = np.frombuffer(b"".join(raw), np.uint8), ends - lengths
+    got = model.encode_pre_tokens(data, starts, ends, backend)
+    want = reference.bpe_encode(data, starts, ends, *model.trie.arrays("cpu"), model.scores, model.byte_ids,
+                                model.unk_id)
+    for g, w in zip((got.ids, got.starts, got.ends, got.offsets), want):
+        np.testing.assert_array_equal(host(g), w)
+
+
 @pytest.mark.parametrize("byte_fallback", [True, False])
 @pytest.mark.parametrize("count", [0, 1, 2, 1000])
 def test_bpe_encode(backend, count, byte_fallback):
@@ -67,11 +79,11 @@ def test_ties_go_to_the_leftmost_pair():
     assert model.encode_strings(["aaa"]) == [[2, 1]]
 
 
-def test_megabyte_pre_tokens():
+def test_megabyte_pre_tokens(backend):
     """One 1 MB pre-token (its timing is in benchmarks/tokenize.py; a quadratic merge would not end)."""
     model = BPEModel(["<unk>", "a", "aa", "aaaa", "你", "你你"], [0.0, -1.0, -2.0, -3.0, -1.0, -2.0], [2, 1, 1, 1, 1, 1])
-    assert model.encode_strings(["a" * 1_000_000])[0] == [3] * 250_000
-    assert model.encode_strings(["你" * 350_001])[0] == [5] * 175_000 + [4]
+    assert model.encode_strings(["a" * 1_000_000], backend)[0] == [3] * 250_000
+    assert model.encode_strings(["你" * 350_001], backend)[0] == [5] * 175_000 + [4]
 
 
 def test_parts_repeat_and_long_parts(backend):
@@ -82,14 +94,7 @@ def test_parts_repeat_and_long_parts(backend):
     words = ["".join(rng.choice(ALPHABET + ["z", "。"], int(rng.integers(1, 30)))) for _ in range(40)]
     words += ["ab" * 50, "你好" * 40 + "z" + "ab" * 40]
     raw = [rng.choice(words).encode() + (b"\xe4" if rng.random() < 0.05 else b"") for _ in range(3000)]
-    lengths = np.array([len(r) for r in raw], np.int64)
-    ends = np.cumsum(lengths)
-    data, starts = np.frombuffer(b"".join(raw), np.uint8), ends - lengths
-    got = model.encode_pre_tokens(data, starts, ends, backend)
-    want = reference.bpe_encode(data, starts, ends, *model.trie.arrays("cpu"), model.scores, model.byte_ids,
-                                model.unk_id)
-    for g, w in zip((got.ids, got.starts, got.ends, got.offsets), want):
-        np.testing.assert_array_equal(host(g), w)
+    assert_encodes_like_reference(model, raw, backend)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -111,3 +116,59 @@ def test_byte_level_pieces(pieces, texts, seed):
                                 model.unk_id)
     for g, w in zip((got.ids, got.starts, got.ends, got.offsets), want):
         np.testing.assert_array_equal(g, w)
+
+
+
+CUDA_BACKENDS = [name for name in kernel_backends() if name != "cpu"]
+
+
+@pytest.mark.parametrize("name", CUDA_BACKENDS)
+@pytest.mark.parametrize("long_bytes", [0, 6, 60])
+@pytest.mark.parametrize("byte_fallback", [True, False])
+def test_block_merges_long_pre_tokens(name, long_bytes, byte_fallback, monkeypatch):
+    """Pre-tokens above the threshold are merged by a block in rounds: same ids as the reference,
+    with ties, chains of equal pairs (ababab, aaaa), unknown runs and malformed bytes."""
+    monkeypatch.setattr(cuda_bpe, "LONG_BYTES", long_bytes)
+    rng = np.random.default_rng(long_bytes + byte_fallback)
+    model = random_model(rng, 120, byte_fallback)
+    words = ["".join(rng.choice(ALPHABET + ["z", "。"], int(rng.integers(1, 40)))) for _ in range(60)]
+    words += ["a" * 300, "ab" * 70, "你好" * 40 + "z" * 9 + "ab" * 40, "zz。" * 30, "▁aa▁ab▁" * 20]
+    raw = [rng.choice(words).encode() + (b"\xe4\xbd" if rng.random() < 0.05 else b"") for _ in range(300)]
+    assert_encodes_like_reference(model, raw + [b""], resolve(name))
+
+
+@pytest.mark.parametrize("name", CUDA_BACKENDS)
+def test_block_rounds_stop_where_a_new_pair_outscores(name, monkeypatch):
+    """Merged pieces that score above their parts force a round to stop early (the sequential
+    order interleaves them), and equal scores across different pieces tie to the leftmost."""
+    monkeypatch.setattr(cuda_bpe, "LONG_BYTES", 0)
+    names = ["<unk>", "a", "b", "c", "x", "ab", "bc", "abab", "abc", "ca", "cab", "xab", "xaba"]
+    scores = [0.0, -1.0, -1.0, -1.0, -1.0, -5.0, -5.0, 0.0, -2.0, -5.0, -3.0, 0.0, 0.0]
+    model = BPEModel(names, scores, [PieceType.UNKNOWN] + [PieceType.NORMAL] * (len(names) - 1))
+    # xabab: after x + ab -> xab pops (left of the merge), xab + a -> xaba takes the second ab's a
+    raw = [b"ab" * 50, b"abc" * 40, b"cabcab" * 9 + b"c", b"bcabca" * 11, b"a", b"abcabcz" * 7, b"xabab" * 5]
+    assert_encodes_like_reference(model, raw, resolve(name))
+    # a new pair that only ties the round's score still pops first when it lies further left
+    model = BPEModel(["<unk>", "a", "b", "x", "ab", "xab", "xaba"], [0.0, -1.0, -1.0, -1.0, -5.0, -5.0, 0.0],
+                     [PieceType.UNKNOWN] + [PieceType.NORMAL] * 6)
+    assert model.encode_strings(["xabab"], resolve(name)) == [[6, 2]]
+    assert_encodes_like_reference(model, [b"xabab" * 5, b"abxabab"], resolve(name))
+
+
+@pytest.mark.parametrize("name", CUDA_BACKENDS)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.text("ab▁你", min_size=1, max_size=5), min_size=1, max_size=20),
+       texts=st.lists(st.text("ab▁你z", max_size=60), min_size=1, max_size=8), seed=st.integers(0, 2**16))
+def test_block_merge_property(name, pieces, texts, seed):
+    """Random pieces, scores with many ties and text over a small alphabet: every pre-token goes
+    through the block path and encodes like the reference."""
+    pieces = sorted(set(pieces))
+    rng = np.random.default_rng(seed)
+    model = BPEModel(["<unk>"] + pieces, [0.0] + rng.integers(-3, 1, len(pieces)).astype(float).tolist(),
+                     [PieceType.UNKNOWN] + [PieceType.NORMAL] * len(pieces))
+    original = cuda_bpe.LONG_BYTES
+    cuda_bpe.LONG_BYTES = 0
+    try:
+        assert_encodes_like_reference(model, [t.encode() for t in texts], resolve(name))
+    finally:
+        cuda_bpe.LONG_BYTES = original

@@ -60,6 +60,18 @@ def test_ids_equal_sentencepiece_on_every_line(sp_model, corpus):
     assert ours.decode_batch(sample) == reference.decode(sample)
 
 
+def test_long_news_lines_on_every_backend(sp_model, backend):
+    """Lines of news long enough for the GPU's block-per-pre-token merge (and a few short ones)."""
+    spm = require("sentencepiece")
+    from gpu_text.cuda_ops.bpe import LONG_BYTES
+    from gpu_text.tokenizer.tokenizer import Tokenizer
+
+    lines = corpus_lines("zh-sogou-news")
+    texts = [line.decode("utf-8", "replace") for line in lines if len(line) > LONG_BYTES][:150] + ["短句", "", "a b"]
+    got = Tokenizer.from_sentencepiece(sp_model).encode(texts, backend=backend).ids.to_pylist()
+    assert got == spm.SentencePieceProcessor(model_file=sp_model).encode(texts)
+
+
 def test_small_model_parity_on_adversarial_text(sp_model, backend):
     spm = require("sentencepiece")
     from gpu_text.tokenizer.tokenizer import Tokenizer
