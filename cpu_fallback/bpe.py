@@ -1,7 +1,8 @@
 """Numba twin of ``cuda/bpe.cu``: BPE encoding by replaying merges in score order.
 
-Where the GPU gives every short pre-token a thread (and a long one a block), the CPU first cuts each pre-token between characters
-that no piece joins (:mod:`gpu_text.tokenizer.merge_tables`): the parts are independent and short,
+Where the GPU gives every short pre-token a thread (and a long one a block), the CPU first cuts
+each pre-token between characters that no piece joins (:mod:`gpu_text.tokenizer.merge_tables`):
+the parts are independent and short (most are one or two characters),
 and natural text repeats them, so each chunk of pre-tokens merges every distinct part once and
 copies the result to its repeats. Symbols are piece ids (characters that are no piece have ids
 past the pieces), so a candidate pair is one hash lookup. Short parts find the best pair by a scan;
@@ -14,7 +15,7 @@ from numba import njit, prange
 
 from cpu_fallback.borrow import borrow
 from cpu_fallback.chunks import chunk_bounds
-from gpu_text.tokenizer.merge_tables import char_at, lookup, pair_key
+from gpu_text.tokenizer.merge_tables import char_id_at, lookup, pair_key
 
 _JIT = dict(cache=True, nogil=True)
 SHORT = 64  # parts of at most this many bytes are merged by scanning for the best pair (no heap)
@@ -31,14 +32,13 @@ def _merged(merge_keys, merge_ids, left, right):
 
 
 @njit(inline="always", **_JIT)
-def _split_chars(data, begin, end, char_keys, char_ids, sym_start, sym_id):
+def _split_chars(data, begin, end, char_keys, char_ids, bmp_ids, sym_start, sym_id):
     """One symbol per character of data[begin:end); returns their number (sym_start[n] = end)."""
     n = 0
     p = begin
     while p < end:
-        width, key = char_at(data, p, end)
+        width, _, sym_id[n] = char_id_at(data, p, end, bmp_ids, char_keys, char_ids)
         sym_start[n] = p
-        sym_id[n] = lookup(char_keys, char_ids, key)
         n += 1
         p += width
     sym_start[n] = end
@@ -57,12 +57,12 @@ def _write(length, pid, n_pieces, sym_start, sym_id, n):
 
 
 @njit(**_JIT)
-def merge_short(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, length, pid, sym_start, sym_id,
-                pair_id, pair_score):
+def merge_short(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid, sym_start,
+                sym_id, pair_id, pair_score):
     """Merge data[begin:end) by scanning every pair for the best at each step (few symbols: cheaper
     than a heap). The four scratch arrays hold SHORT + 1 entries (arrays are passed one by one:
     a tuple of arrays costs reference counting at every call)."""
-    n = _split_chars(data, begin, end, char_keys, char_ids, sym_start, sym_id)
+    n = _split_chars(data, begin, end, char_keys, char_ids, bmp_ids, sym_start, sym_id)
     for k in range(n - 1):
         pair_id[k] = _merged(merge_keys, merge_ids, sym_id[k], sym_id[k + 1])
         pair_score[k] = scores[pair_id[k]] if pair_id[k] >= 0 else 0
@@ -149,14 +149,14 @@ def _offer(scores, merge_keys, merge_ids, sym_start, sym_id, nxt, n, left, heap,
 
 
 @njit(**_JIT)
-def merge_long(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, length, pid):
+def merge_long(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid):
     """Merge data[begin:end) with a heap of candidate pairs; a popped pair is stale (skipped) when
     either side was merged away or grew since it was offered."""
     size = end - begin + 1
     sym_start, sym_id = np.empty(size, np.int64), np.empty(size, np.int32)
     nxt, prev = np.empty(size, np.int64), np.empty(size, np.int64)
     heap, hs = np.empty((3 * size, 3), np.int64), np.empty(3 * size, np.float32)
-    n = _split_chars(data, begin, end, char_keys, char_ids, sym_start, sym_id)
+    n = _split_chars(data, begin, end, char_keys, char_ids, bmp_ids, sym_start, sym_id)
     for k in range(n):  # symbol n is a sentinel: sym_start[n] is the end
         prev[k] = k - 1
         nxt[k] = k + 1
@@ -182,6 +182,15 @@ def merge_long(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_
         k = nxt[k]
     sym_start[live] = end
     _write(length, pid, scores.size, sym_start, sym_id, live)
+
+
+@njit(inline="always", **_JIT)
+def _one_symbol(length, pid, begin, end, symbol, n_pieces):
+    """data[begin:end) is one symbol, ``symbol`` (a piece id, or the id of a character that is none)."""
+    length[begin] = end - begin
+    for q in range(begin + 1, end):
+        length[q] = 0
+    pid[begin] = symbol if symbol < n_pieces else -1
 
 
 @njit(inline="always", **_JIT)
@@ -242,7 +251,7 @@ def _memo_put(memo, filled, slot, h, begin, n):
 
 @njit(inline="always", **_JIT)
 def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, join_keys, join_values,
-                     length, pid, memo, filled, sym_start, sym_id, pair_id, pair_score):
+                     bmp_ids, length, pid, memo, filled, sym_start, sym_id, pair_id, pair_score):
     """Merge the pre-token data[begin:end); returns (memo rows filled, where its symbols are).
 
     The symbols are described by ``length`` (bytes of the symbol starting at each position; 0 inside
@@ -250,8 +259,9 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
     ``begin``, or at an earlier copy of the same bytes. Natural text repeats itself, so ``memo``
     (rows of hash, then position << 16 | length; 0 when empty) remembers where each pre-token and
     each part was merged: first the whole pre-token is looked up (words repeat), then it is cut
-    where no piece joins two characters and each part is looked up (a Chinese line is one
-    pre-token, its parts repeat). The last four arrays are :func:`new_scratch`."""
+    where no piece joins two characters and each part of three or more characters is looked up
+    (a Chinese line is one pre-token, its parts repeat); parts of one or two characters, most of
+    them, are settled by at most one lookup. The last four arrays are :func:`new_scratch`."""
     n_pieces = scores.size
     if begin == end:
         return filled, begin
@@ -263,23 +273,27 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
             return filled, at
     part = i = begin
     h = _BASIS
-    width, key = char_at(data, i, end)
-    char = lookup(char_keys, char_ids, key)
+    width, key, char = char_id_at(data, i, end, bmp_ids, char_keys, char_ids)
+    first_char, first_width = char, width  # of the part
+    next_width, next_key, next_char = width, key, char
     while i < end:
         h = (h ^ key) * _PRIME
         after = i + width
         joined = False
         if after < end:
-            next_width, next_key = char_at(data, after, end)
-            next_char = lookup(char_keys, char_ids, next_key)
+            next_width, next_key, next_char = char_id_at(data, after, end, bmp_ids, char_keys, char_ids)
             joined = char >= 0 and next_char >= 0 and lookup(join_keys, join_values, pair_key(char, next_char)) >= 0
         if not joined:  # data[part:after) is merged on its own
             n = after - part
             if part == i:  # one character: nothing to merge
-                length[part] = n
-                for q in range(part + 1, after):
-                    length[q] = 0
-                pid[part] = char if char < n_pieces else -1
+                _one_symbol(length, pid, part, after, char, n_pieces)
+            elif part + first_width == i:  # two characters (most parts that are not one): one lookup
+                merged = _merged(merge_keys, merge_ids, first_char, char)
+                if merged >= 0:
+                    _one_symbol(length, pid, part, after, merged, n_pieces)
+                else:
+                    _one_symbol(length, pid, part, i, first_char, n_pieces)
+                    _one_symbol(length, pid, i, after, char, n_pieces)
             elif not word or part > begin or after < end:  # a word that is one part was looked up whole
                 slot, at = _memo_find(memo, data, h, part, n)
                 if at >= 0:
@@ -287,14 +301,15 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
                         length[part + q] = length[at + q]
                         pid[part + q] = pid[at + q]
                 else:
-                    _merge_part(data, part, after, scores, char_keys, char_ids, merge_keys, merge_ids, length, pid,
-                                sym_start, sym_id, pair_id, pair_score)
+                    _merge_part(data, part, after, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length,
+                                pid, sym_start, sym_id, pair_id, pair_score)
                     filled = _memo_put(memo, filled, slot, h, part, n)
             else:
-                _merge_part(data, part, after, scores, char_keys, char_ids, merge_keys, merge_ids, length, pid,
-                            sym_start, sym_id, pair_id, pair_score)
+                _merge_part(data, part, after, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length,
+                            pid, sym_start, sym_id, pair_id, pair_score)
             part = after
             h = _BASIS
+            first_char, first_width = next_char, next_width
         if after < end:
             width, key, char = next_width, next_key, next_char
         i = after
@@ -305,13 +320,13 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
 
 
 @njit(inline="always", **_JIT)
-def _merge_part(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, length, pid, sym_start, sym_id,
-                pair_id, pair_score):
+def _merge_part(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid, sym_start,
+                sym_id, pair_id, pair_score):
     if end - begin <= SHORT:
-        merge_short(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, length, pid, sym_start,
-                    sym_id, pair_id, pair_score)
+        merge_short(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid,
+                    sym_start, sym_id, pair_id, pair_score)
     else:
-        merge_long(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, length, pid)
+        merge_long(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid)
 
 
 @njit(inline="always", **_JIT)
@@ -335,14 +350,14 @@ def _outputs(length, pid, byte_fallback, begin, end):
 
 @njit(parallel=True, **_JIT)
 def _encode_chunks(data, token_starts, token_ends, chunk_bounds, scores, char_keys, char_ids, merge_keys, merge_ids,
-                   join_keys, join_values, byte_ids, length, pid, memo_size):
+                   join_keys, join_values, bmp_ids, byte_ids, length, pid, memo_size):
     counts, sources = np.empty(token_starts.size, np.int64), np.empty(token_starts.size, np.int64)
     # per pre-token work gets borrowed views (see cpu_fallback.borrow) of arguments and of arrays
     # that live to the end
     data, scores, byte_ids, length, pid = borrow(data), borrow(scores), borrow(byte_ids), borrow(length), borrow(pid)
     char_keys, char_ids, merge_keys, merge_ids = borrow(char_keys), borrow(char_ids), borrow(merge_keys), borrow(
         merge_ids)
-    join_keys, join_values = borrow(join_keys), borrow(join_values)
+    join_keys, join_values, bmp_ids = borrow(join_keys), borrow(join_values), borrow(bmp_ids)
     memos = np.zeros((chunk_bounds.size - 1, memo_size, 2), np.int64)
     scratch = new_scratch(chunk_bounds.size - 1)
     for c in prange(chunk_bounds.size - 1):
@@ -352,7 +367,8 @@ def _encode_chunks(data, token_starts, token_ends, chunk_bounds, scores, char_ke
             scratch[2][c]), borrow(scratch[3][c])
         for t in range(first, last):
             filled, sources[t] = encode_pre_token(data, token_starts[t], token_ends[t], scores, char_keys, char_ids,
-                                                  merge_keys, merge_ids, join_keys, join_values, length, pid, memo,
+                                                  merge_keys, merge_ids, join_keys, join_values, bmp_ids, length,
+                                                  pid, memo,
                                                   filled, sym_start, sym_id, pair_id, pair_score)
             n = token_ends[t] - token_starts[t]
             counts[t] = _outputs(length, pid, byte_ids[0] >= 0, sources[t], sources[t] + n)

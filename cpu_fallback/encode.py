@@ -34,7 +34,7 @@ def _grown(array, size, keep):
 @njit(**_JIT)
 def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy, growth, match_starts, dfa_table,
                  dfa_accepting, space, scores, char_keys, char_ids, merge_keys, merge_ids, join_keys, join_values,
-                 byte_ids, unk_id, with_spans, memo, scratch):
+                 bmp_ids, byte_ids, unk_id, with_spans, memo, scratch):
     """Ids of rows first..last-1, ids per row, and (``with_spans``) each id's span in the original row.
     ``memo`` and ``scratch``: an empty memo and :func:`~cpu_fallback.bpe.new_scratch`."""
     none8, none64 = np.zeros(0, np.uint8), np.zeros(0, np.int64)
@@ -44,7 +44,8 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
         dfa_accepting)
     char_keys, char_ids, merge_keys, merge_ids = borrow(char_keys), borrow(char_ids), borrow(merge_keys), borrow(
         merge_ids)
-    join_keys, join_values, memo, filled = borrow(join_keys), borrow(join_values), borrow(memo), 0
+    join_keys, join_values, bmp_ids = borrow(join_keys), borrow(join_values), borrow(bmp_ids)
+    memo, filled = borrow(memo), 0
     state, check, label, eow = (borrow(normalizer[0]), borrow(normalizer[1]), borrow(normalizer[2]),
                                 borrow(normalizer[3]))
     targets, target_offsets, symbol = borrow(normalizer[4]), borrow(normalizer[5]), borrow(symbol)
@@ -92,8 +93,8 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
         while p < at + n:
             _, q = next_pre_token(text, p, at + n, dfa_table, dfa_accepting, space)
             filled, source = encode_pre_token(text, p, q, scores, char_keys, char_ids, merge_keys, merge_ids,
-                                              join_keys, join_values, length, pid, memo, filled, sym_start, sym_id,
-                                              pair_id, pair_score)
+                                              join_keys, join_values, bmp_ids, length, pid, memo, filled, sym_start,
+                                              sym_id, pair_id, pair_score)
             n_ids = emit_pre_token(text, p, q, source, byte_ids, unk_id, length, pid, ids, starts, ends, n_ids)
             p = q
         if with_spans:

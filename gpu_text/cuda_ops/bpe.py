@@ -43,7 +43,8 @@ def bpe_encode(rt: KernelRuntime, data: Any, token_starts: Any, token_ends: Any,
         work_size = int(work_at[-1])
         work = xp.empty(_LONG_ARRAYS * work_size, xp.int32)
         pair_score = xp.empty(work_size, xp.float32)
-        char_keys, char_ids, merge_keys, merge_ids, join_keys, _ = (xp.asarray(a) for a in tables)
+        char_keys, char_ids, merge_keys, merge_ids, join_keys = (xp.asarray(a) for a in (
+            tables.char_keys, tables.char_ids, tables.merge_keys, tables.merge_ids, tables.join_keys))
         launch(rt.function("bpe", "bpe_merge_long"), long_tokens.size,
                (data, token_starts, token_ends, long_tokens, work_at, i64(work_size), work, pair_score,
                 char_keys, char_ids, i64(char_keys.size), merge_keys, merge_ids, i64(merge_keys.size), join_keys,

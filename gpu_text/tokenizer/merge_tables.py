@@ -7,6 +7,8 @@ character that is no piece but occurs inside one, an id past the last piece. Thr
 
 - ``chars``: a character (its bytes packed big-endian into a uint64) → its id;
 - ``merges``: a pair of ids (left << 32 | right) → the id of the piece they join into;
+- ``bmp_ids``: a plain array, the id of every codepoint below U+10000 (-1 if none): most text needs
+  no hashing to find its characters' ids (:func:`char_id_at`);
 - ``joins``: the pairs of character ids that sit next to each other inside some piece. BPE never
   merges across a boundary between characters whose pair is not in it, so the text on either side
   is encoded independently: the CPU encoder cuts long pre-tokens (a Chinese line is one) into short
@@ -40,6 +42,21 @@ def char_at(data, i, end):
     for k in range(1, width):
         key |= np.uint64(data[i + k]) << np.uint64(24 - 8 * k)
     return max(width, 1), key
+
+
+@njit(inline="always", **_JIT)
+def char_id_at(data, i, end, bmp_ids, char_keys, char_ids):
+    """(width, hash key, id or -1) of the character at data[i]: its codepoint and ``bmp_ids`` for a
+    well-formed character below U+10000, else its packed bytes and the ``chars`` table (packed keys
+    of non-ASCII bytes are >= 2**31, so the two kinds of key never collide)."""
+    first = data[i]
+    if first < 0x80:
+        return 1, np.uint64(first), bmp_ids[first]
+    width, cp = sequence_at(data, i, end)
+    if width > 0 and cp < 0x10000:
+        return width, np.uint64(cp), bmp_ids[cp]
+    width, key = char_at(data, i, end)
+    return width, key, lookup(char_keys, char_ids, key)
 
 
 @njit(inline="always", **_JIT)
@@ -153,8 +170,22 @@ def _pairs(data, offsets, ids, chars, state, check, label, eow):
     return _table(merge_keys[:n_merges], merge_ids[:n_merges]), _table(joins, np.zeros(joins.size, np.int32))
 
 
+def _bmp_ids(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The ids of the well-formed characters below U+10000 among packed ``keys``, by codepoint."""
+    table = np.full(0x10000, -1, np.int32)
+    for key, char_id in zip(keys.tolist(), ids.tolist()):
+        raw = key.to_bytes(4, "big").rstrip(b"\0") or b"\0"
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue  # a malformed byte: found through the chars table
+        if len(text) == 1 and ord(text) < 0x10000:
+            table[ord(text)] = char_id
+    return table
+
+
 class MergeTables(NamedTuple):
-    """The three tables (six arrays) of a piece set; see the module's docstring."""
+    """The tables (seven arrays) of a piece set; see the module's docstring."""
 
     char_keys: np.ndarray
     char_ids: np.ndarray
@@ -162,6 +193,7 @@ class MergeTables(NamedTuple):
     merge_ids: np.ndarray
     join_keys: np.ndarray
     join_values: np.ndarray
+    bmp_ids: np.ndarray
 
     @classmethod
     def build(cls, pieces: list[bytes], ids: np.ndarray, n_pieces: int, trie_arrays: tuple) -> "MergeTables":
@@ -192,4 +224,4 @@ class MergeTables(NamedTuple):
         char_ids[~found] = n_pieces + np.arange(int((~found).sum()), dtype=np.int32)
         chars = _table(unique, char_ids)
         merges, joins = _pairs(data, offsets, ids, chars, *trie_arrays)
-        return cls(*chars, *merges, *joins)
+        return cls(*chars, *merges, *joins, _bmp_ids(unique, char_ids))
