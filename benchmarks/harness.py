@@ -5,6 +5,7 @@ import json
 import os
 import platform
 import statistics
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,6 +25,26 @@ def cpu_thread_counts() -> Iterator[int]:
             yield threads
     finally:
         numba.set_num_threads(all_threads)
+
+
+def measure_interleaved(fns: dict[str, Callable[[], Any]], repeat: int = 5) -> dict[str, list[float]]:
+    """Seconds of ``repeat`` calls of each of ``fns``, taken in rounds (one call of each per round,
+    after one untimed round): a slow spell of a shared machine then slows every contender, not
+    whichever happened to be running.
+
+    >>> times = measure_interleaved({"a": lambda: None, "b": lambda: None}, repeat=3)
+    >>> sorted(times), len(times["a"])
+    (['a', 'b'], 3)
+    """
+    for fn in fns.values():
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return times
 
 
 def on_gpu(batch: Any) -> tuple[Any, Any, Callable[[], None]] | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numba
 
 from benchmarks.corpora import load_lines
-from benchmarks.harness import Config, Measurement, cpu_thread_counts, measure, on_gpu
+from benchmarks.harness import Config, Measurement, cpu_thread_counts, measure, measure_interleaved, on_gpu
 from gpu_text import TextBatch
 from gpu_text.backend import get_backend
 from gpu_text.tokenizer.tokenizer import Tokenizer
@@ -68,15 +68,17 @@ def run(config: Config) -> list[Measurement]:
             ours = Tokenizer.from_sentencepiece(model_path)
             cpu = get_backend("cpu")
             for threads in cpu_thread_counts():
-                rows.append(Measurement("tokenize", name, PEER, threads,
-                                        measure(lambda: sp.encode(texts, num_threads=threads), config.repeat),
-                                        batch.nbytes, notes="sentencepiece 0.2, same .model"))
-                rows.append(Measurement("tokenize", name, "HF tokenizers BPE", threads,
-                                        measure(lambda: hf.encode_batch(texts), config.repeat), batch.nbytes,
+                times = measure_interleaved({
+                    PEER: lambda: sp.encode(texts, num_threads=threads),
+                    "hf": lambda: hf.encode_batch(texts),
+                    "ours": lambda: ours.encode(batch, cpu),
+                }, config.repeat)
+                rows.append(Measurement("tokenize", name, PEER, threads, times[PEER], batch.nbytes,
+                                        notes="sentencepiece 0.2, same .model"))
+                rows.append(Measurement("tokenize", name, "HF tokenizers BPE", threads, times["hf"], batch.nbytes,
                                         peer=PEER, notes="own BPE, same vocab size; RAYON threads = all cores"))
-                rows.append(Measurement("tokenize", name, "gpu_text[cpu]", threads,
-                                        measure(lambda: ours.encode(batch, cpu), config.repeat), batch.nbytes,
-                                        peer=PEER, notes="imported .model, identical ids"))
+                rows.append(Measurement("tokenize", name, "gpu_text[cpu]", threads, times["ours"], batch.nbytes,
+                                        peer=PEER, notes="imported .model, identical ids; runs interleaved"))
             gpu = on_gpu(batch)
             if gpu is not None:
                 be, on_device, sync = gpu
