@@ -149,14 +149,60 @@ def _offer(scores, merge_keys, merge_ids, sym_start, sym_id, nxt, n, left, heap,
 
 
 @njit(**_JIT)
+def _merge_rounds(scores, merge_keys, merge_ids, sym_start, sym_id, n):
+    """Merge the n symbols in rounds (the CUDA block's algorithm in ``cuda/bpe.cu``); returns how
+    many are left. A round pops, left to right, the 1st, 3rd, 5th... pair of every chain of pairs
+    with the best score, up to the first merge that creates a pair scoring as high (that one pops
+    next in the sequential order). Stops early when a round pops under 1/64 of the symbols (scores
+    that make merged pieces outrank their parts), leaving the rest to the heap: the sequential order
+    from any intermediate state is the same, so the result is too."""
+    merged, chosen = np.empty(n, np.int32), np.zeros(n, np.bool_)
+    while n > 1:
+        best, found = np.float32(0), False
+        for k in range(n - 1):
+            merged[k] = _merged(merge_keys, merge_ids, sym_id[k], sym_id[k + 1])
+            if merged[k] >= 0 and (not found or scores[merged[k]] > best):
+                best, found = scores[merged[k]], True
+        if not found:
+            break
+        cut, run = n, 0
+        for k in range(n - 1):
+            top = merged[k] >= 0 and scores[merged[k]] == best
+            chosen[k] = top and run % 2 == 0
+            run = run + 1 if top else 0
+            if not chosen[k]:
+                continue
+            left = merged[k - 2] if k >= 2 and chosen[k - 2] else (sym_id[k - 1] if k >= 1 else -1)
+            j = _merged(merge_keys, merge_ids, left, merged[k])
+            j2 = _merged(merge_keys, merge_ids, merged[k], sym_id[k + 2]) if k + 2 < n else -1
+            if (j >= 0 and scores[j] >= best) or (j2 >= 0 and scores[j2] >= best):
+                cut = k
+                break
+        live = k = 0
+        while k < n:  # packed in place (live <= k)
+            pop = k < n - 1 and k <= cut and chosen[k]
+            sym_start[live], sym_id[live] = sym_start[k], merged[k] if pop else sym_id[k]
+            live += 1
+            k += 2 if pop else 1
+        sym_start[live] = sym_start[n]
+        popped = n - live
+        n = live
+        if 64 * popped < n:
+            break
+    return n
+
+
+@njit(**_JIT)
 def merge_long(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid):
-    """Merge data[begin:end) with a heap of candidate pairs; a popped pair is stale (skipped) when
-    either side was merged away or grew since it was offered."""
+    """Merge data[begin:end): in rounds while they pop many pairs at once (``aaaa…``), then with a
+    heap of candidate pairs; a popped pair is stale (skipped) when either side was merged away or
+    grew since it was offered."""
     size = end - begin + 1
     sym_start, sym_id = np.empty(size, np.int64), np.empty(size, np.int32)
     nxt, prev = np.empty(size, np.int64), np.empty(size, np.int64)
     heap, hs = np.empty((3 * size, 3), np.int64), np.empty(3 * size, np.float32)
     n = _split_chars(data, begin, end, char_keys, char_ids, bmp_ids, sym_start, sym_id)
+    n = _merge_rounds(scores, merge_keys, merge_ids, sym_start, sym_id, n)
     for k in range(n):  # symbol n is a sentinel: sym_start[n] is the end
         prev[k] = k - 1
         nxt[k] = k + 1

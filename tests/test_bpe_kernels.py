@@ -137,22 +137,24 @@ def test_block_merges_long_pre_tokens(name, long_bytes, byte_fallback, monkeypat
     assert_encodes_like_reference(model, raw + [b""], resolve(name))
 
 
-@pytest.mark.parametrize("name", CUDA_BACKENDS)
-def test_block_rounds_stop_where_a_new_pair_outscores(name, monkeypatch):
+def test_rounds_stop_where_a_new_pair_outscores(backend, monkeypatch):
     """Merged pieces that score above their parts force a round to stop early (the sequential
-    order interleaves them), and equal scores across different pieces tie to the leftmost."""
+    order interleaves them), and equal scores across different pieces tie to the leftmost. The
+    text is long single parts, which the CPU twin merges in rounds too (and the GPU by blocks)."""
     monkeypatch.setattr(cuda_bpe, "LONG_BYTES", 0)
-    names = ["<unk>", "a", "b", "c", "x", "ab", "bc", "abab", "abc", "ca", "cab", "xab", "xaba"]
-    scores = [0.0, -1.0, -1.0, -1.0, -1.0, -5.0, -5.0, 0.0, -2.0, -5.0, -3.0, 0.0, 0.0]
+    # "bx" (rarely merged) joins b and x, so xababxabab... is one part
+    names = ["<unk>", "a", "b", "c", "x", "ab", "bc", "abab", "abc", "ca", "cab", "xab", "xaba", "bx"]
+    scores = [0.0, -1.0, -1.0, -1.0, -1.0, -5.0, -5.0, 0.0, -2.0, -5.0, -3.0, 0.0, 0.0, -9.0]
     model = BPEModel(names, scores, [PieceType.UNKNOWN] + [PieceType.NORMAL] * (len(names) - 1))
     # xabab: after x + ab -> xab pops (left of the merge), xab + a -> xaba takes the second ab's a
-    raw = [b"ab" * 50, b"abc" * 40, b"cabcab" * 9 + b"c", b"bcabca" * 11, b"a", b"abcabcz" * 7, b"xabab" * 5]
-    assert_encodes_like_reference(model, raw, resolve(name))
+    raw = [b"ab" * 50, b"abc" * 40, b"cabcab" * 19 + b"c", b"bcabca" * 21, b"a", b"abcabcz" * 17, b"xabab" * 25]
+    assert_encodes_like_reference(model, raw, backend)
     # a new pair that only ties the round's score still pops first when it lies further left
-    model = BPEModel(["<unk>", "a", "b", "x", "ab", "xab", "xaba"], [0.0, -1.0, -1.0, -1.0, -5.0, -5.0, 0.0],
-                     [PieceType.UNKNOWN] + [PieceType.NORMAL] * 6)
-    assert model.encode_strings(["xabab"], resolve(name)) == [[6, 2]]
-    assert_encodes_like_reference(model, [b"xabab" * 5, b"abxabab"], resolve(name))
+    model = BPEModel(["<unk>", "a", "b", "x", "ab", "xab", "xaba", "bx"], [0.0, -1.0, -1.0, -1.0, -5.0, -5.0, 0.0, -9.0],
+                     [PieceType.UNKNOWN] + [PieceType.NORMAL] * 7)
+    assert model.encode_strings(["xabab"], backend) == [[6, 2]]
+    assert model.encode_strings(["xabab" * 30], backend) == [[6, 2] * 30]
+    assert_encodes_like_reference(model, [b"xabab" * 25, b"abxabab" * 20], backend)
 
 
 @pytest.mark.parametrize("name", CUDA_BACKENDS)
