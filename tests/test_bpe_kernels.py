@@ -150,8 +150,8 @@ def test_rounds_stop_where_a_new_pair_outscores(backend, monkeypatch):
     raw = [b"ab" * 50, b"abc" * 40, b"cabcab" * 19 + b"c", b"bcabca" * 21, b"a", b"abcabcz" * 17, b"xabab" * 25]
     assert_encodes_like_reference(model, raw, backend)
     # a new pair that only ties the round's score still pops first when it lies further left
-    model = BPEModel(["<unk>", "a", "b", "x", "ab", "xab", "xaba", "bx"], [0.0, -1.0, -1.0, -1.0, -5.0, -5.0, 0.0, -9.0],
-                     [PieceType.UNKNOWN] + [PieceType.NORMAL] * 7)
+    model = BPEModel(["<unk>", "a", "b", "x", "ab", "xab", "xaba", "bx"],
+                     [0.0, -1.0, -1.0, -1.0, -5.0, -5.0, 0.0, -9.0], [PieceType.UNKNOWN] + [PieceType.NORMAL] * 7)
     assert model.encode_strings(["xabab"], backend) == [[6, 2]]
     assert model.encode_strings(["xabab" * 30], backend) == [[6, 2] * 30]
     assert_encodes_like_reference(model, [b"xabab" * 25, b"abxabab" * 20], backend)
