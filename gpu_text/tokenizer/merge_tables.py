@@ -1,9 +1,9 @@
-"""Hash tables that let the CPU encoder merge by piece ids instead of walking the trie byte by byte.
+"""Tables that let the BPE encoders merge by symbol ids instead of walking the trie byte by byte.
 
 Encoding starts from characters (a well-formed UTF-8 sequence, or one byte of a malformed one)
 and only ever joins two adjacent symbols whose concatenation is a mergeable piece, so every
 symbol is either such a piece or a single character. Each gets an id: its piece id, or, for a
-character that is no piece but occurs inside one, an id past the last piece. Three tables:
+character that is no piece but occurs inside one, an id past the last piece. The tables:
 
 - ``chars``: a character (its bytes packed big-endian into a uint64) → its id;
 - ``merges``: a pair of ids (left << 32 | right) → the id of the piece they join into;
@@ -12,9 +12,10 @@ character that is no piece but occurs inside one, an id past the last piece. Thr
 - ``joins``: the pairs of character ids that sit next to each other inside some piece. BPE never
   merges across a boundary between characters whose pair is not in it, so the text on either side
   is encoded independently: the CPU encoder cuts long pre-tokens (a Chinese line is one) into short
-  parts there, which repeat, and encodes each distinct part once.
+  parts there, which repeat, and encodes each distinct part once; the GPU's block per long
+  pre-token merges all its parts at once, each part taking its own best pair.
 
-A table is a pair of arrays (keys uint64, values int32) with open addressing; ``EMPTY`` marks a
+A hash table is a pair of arrays (keys uint64, values int32) with open addressing; ``EMPTY`` marks a
 free slot.
 """
 from __future__ import annotations
