@@ -101,9 +101,14 @@ def rehash(slots, ent_hash, n):
 
 
 @njit(**_JIT)
-def new_pair_table():
-    """(left << 32 | right) -> pair symbol id."""
-    return Dict.empty(key_type=types.int64, value_type=types.int64)
+def new_pair_table(capacity):
+    """An empty table (keys, values) for ``capacity`` pairs: open addressing, linear probing, at
+    most half full; keys are left << 32 | right (never -1, which marks a free slot), values pair
+    symbol ids. A plain array table: Numba's typed dict costs several times more per lookup."""
+    size = 16
+    while size < 2 * capacity:
+        size *= 2
+    return np.full(size, -1, np.int64), np.zeros(size, np.int32)
 
 
 @njit(inline="always", **_JIT)
@@ -112,7 +117,78 @@ def _pair_key(a, b):
 
 
 @njit(inline="always", **_JIT)
-def _lookup(table, key):
+def _home(key, mask):
+    x = np.uint64(key)  # SplitMix64's finalizer: pair keys differ in few low bits
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return np.int64((x ^ (x >> np.uint64(31))) & np.uint64(mask))
+
+
+@njit(inline="always", **_JIT)
+def _lookup(keys, values, key):
+    """The pair symbol stored under ``key``, or -1."""
+    mask = keys.size - 1
+    i = _home(key, mask)
+    while True:
+        found = keys[i]
+        if found == key:
+            return values[i]
+        if found == -1:
+            return -1
+        i = (i + 1) & mask
+
+
+@njit(inline="always", **_JIT)
+def _insert(keys, values, key, value):
+    """Stores a key that is not in the table (the caller keeps it at most half full)."""
+    mask = keys.size - 1
+    i = _home(key, mask)
+    while keys[i] != -1:
+        i = (i + 1) & mask
+    keys[i] = key
+    values[i] = value
+
+
+@njit(**_JIT)
+def _remove(keys, values, key):
+    """Deletes ``key`` (if present), shifting later entries of its probe run back into the gap."""
+    mask = keys.size - 1
+    i = _home(key, mask)
+    while keys[i] != key:
+        if keys[i] == -1:
+            return
+        i = (i + 1) & mask
+    j = i
+    while True:
+        j = (j + 1) & mask
+        if keys[j] == -1:
+            break
+        home = _home(keys[j], mask)
+        # the entry at j may fill the gap at i unless its home lies cyclically in (i, j]
+        if (i < j and (home <= i or home > j)) or (j < i and home <= i and home > j):
+            keys[i], values[i] = keys[j], values[j]
+            i = j
+    keys[i] = -1
+
+
+@njit(**_JIT)
+def grow_pair_table(keys, values, capacity):
+    """The same pairs in a table for ``capacity`` pairs."""
+    new_keys, new_values = new_pair_table(capacity)
+    for i in range(keys.size):
+        if keys[i] != -1:
+            _insert(new_keys, new_values, keys[i], values[i])
+    return new_keys, new_values
+
+
+@njit(**_JIT)
+def new_seen_table():
+    """Piece fingerprint -> the symbol accepted with it (one entry per merge: a typed dict will do)."""
+    return Dict.empty(key_type=types.int64, value_type=types.int64)
+
+
+@njit(inline="always", **_JIT)
+def _seen_get(table, key):
     """``table[key]``, or -1 when absent (``dict.get`` would type as optional)."""
     if key in table:
         return table[key]
@@ -140,15 +216,23 @@ def _append_position(x, pos, s_head, s_tail, node_pos, node_next, counts):
     s_tail[x] = node
 
 
-@njit(**_JIT)
-def _add_pair(a, b, pos, w, unk, max_bytes, pairs, s_left, s_right, s_nchars, s_nbytes, s_freq, s_head, s_tail,
-              s_alive, s_active, active, node_pos, node_next, counts, activate):
+@njit(inline="always", **_JIT)
+def _add_freq(x, w, s_freq, s_active, active_freq):
+    """Frequency of symbol x += w, mirrored in its active-set slot (``s_active[x]`` = slot + 1, or 0)."""
+    s_freq[x] += w
+    if s_active[x] > 0:
+        active_freq[s_active[x] - 1] = s_freq[x]
+
+
+@njit(inline="always", **_JIT)  # called per position: a call would reference-count its 20 arrays
+def _add_pair(a, b, pos, w, unk, max_bytes, pair_keys, pair_values, s_left, s_right, s_nchars, s_nbytes, s_freq, s_head,
+              s_tail, s_alive, s_active, active, active_freq, node_pos, node_next, counts, activate):
     """SentencePiece's AddNewPair: the pair (a, b) seen at ``pos`` with weight ``w``. Pairs with the
     unknown character or longer than ``max_bytes`` are never made."""
     if a == unk or b == unk or s_nbytes[a] + s_nbytes[b] > max_bytes:
         return
     key = _pair_key(a, b)
-    x = _lookup(pairs, key)
+    x = _lookup(pair_keys, pair_values, key)
     if x < 0:
         x = counts[0]
         counts[0] = x + 1
@@ -161,26 +245,33 @@ def _add_pair(a, b, pos, w, unk, max_bytes, pairs, s_left, s_right, s_nchars, s_
         s_tail[x] = -1
         s_alive[x] = 1
         s_active[x] = 0
-        pairs[key] = x
-    s_freq[x] += w
+        _insert(pair_keys, pair_values, key, x)
+        counts[4] += 1
+    _add_freq(x, w, s_freq, s_active, active_freq)
     _append_position(x, pos, s_head, s_tail, node_pos, node_next, counts)
     if activate and s_active[x] == 0:
         active[counts[2]] = x
+        active_freq[counts[2]] = s_freq[x]
         counts[2] += 1
-        s_active[x] = 1
+        s_active[x] = counts[2]
 
 
 @njit(**_JIT)
-def build_pairs(sym, nxt, weight, unk, max_bytes, pairs, s_left, s_right, s_nchars, s_nbytes, s_freq, s_head,
-                s_tail, s_alive, s_active, node_pos, node_next, counts):
+def build_pairs(sym, nxt, weight, unk, max_bytes, pair_keys, pair_values, s_left, s_right, s_nchars, s_nbytes, s_freq,
+                s_head, s_tail, s_alive, s_active, node_pos, node_next, counts):
     """Every adjacent pair of the initial character symbols, in position order (so pair ids, and
-    with them every tie, depend only on the order pre-tokens were first seen)."""
-    no_active = np.zeros(0, np.int32)
+    with them every tie, depend only on the order pre-tokens were first seen); returns the pair
+    table, grown as needed."""
+    no_active, no_active_freq = np.zeros(0, np.int32), np.zeros(0, np.int64)
     for p in range(sym.size):
         q = nxt[p]
         if q >= 0:
-            _add_pair(sym[p], sym[q], p, weight[p], unk, max_bytes, pairs, s_left, s_right, s_nchars, s_nbytes,
-                      s_freq, s_head, s_tail, s_alive, s_active, no_active, node_pos, node_next, counts, False)
+            if 2 * (counts[4] + 1) > pair_keys.size:
+                pair_keys, pair_values = grow_pair_table(pair_keys, pair_values, 2 * (counts[4] + 1))
+            _add_pair(sym[p], sym[q], p, weight[p], unk, max_bytes, pair_keys, pair_values, s_left, s_right, s_nchars,
+                      s_nbytes, s_freq, s_head, s_tail, s_alive, s_active, no_active, no_active_freq, node_pos,
+                      node_next, counts, False)
+    return pair_keys, pair_values
 
 
 @njit(**_JIT)
@@ -224,10 +315,12 @@ def _fingerprint(buf, n):
 @njit(**_JIT)
 def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weight, char_cp,
                 s_left, s_right, s_nchars, s_nbytes, s_freq, s_head, s_tail, s_alive, s_active,
-                active, node_pos, node_next, counts, pairs, seen, merged, stack, buf_a, buf_b):
+                active, active_freq, node_pos, node_next, counts, pair_keys, pair_values, seen, merged, stack, buf_a,
+                buf_b):
     """Up to ``n_steps`` merges of SentencePiece's loop; returns (status, merges done, room wanted).
 
-    ``counts`` = [symbols, position nodes, active symbols, merges so far]; ``merged[k]`` receives
+    ``counts`` = [symbols, position nodes, active symbols, merges so far, pairs in the pair table];
+    ``merged[k]`` receives
     the symbol of merge ``k``; ``seen`` maps piece fingerprints to accepted symbols (duplicate
     strings made along another path are dropped, as SentencePiece does).
     """
@@ -235,17 +328,19 @@ def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weigh
     while done < n_steps:
         # best active symbol: highest frequency, then fewer characters, then lexically smaller
         # (then the older symbol, so that equal strings resolve deterministically)
+        # (frequencies are read from active_freq, a packed copy: s_freq is spread over every pair)
         best = -1
         best_at = -1
+        best_f = 0
         for i in range(counts[2]):
-            x = active[i]
-            f = s_freq[x]
-            if f <= 0:
+            f = active_freq[i]
+            if f <= 0 or f < best_f:
                 continue
+            x = active[i]
             if best < 0:
                 better = True
-            elif f != s_freq[best]:
-                better = f > s_freq[best]
+            elif f != best_f:
+                better = True
             elif s_nchars[x] != s_nchars[best]:
                 better = s_nchars[x] < s_nchars[best]
             else:
@@ -254,6 +349,7 @@ def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weigh
             if better:
                 best = x
                 best_at = i
+                best_f = f
         if best < 0 or s_freq[best] < min_freq:
             return EXHAUSTED, done, 0
         # room: each live position of best makes at most two new pairs and two position nodes
@@ -264,17 +360,20 @@ def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weigh
             node = node_next[node]
         room = 2 * n_pos + 2
         if (counts[0] + room > s_left.size or counts[1] + room > node_pos.size
-                or counts[2] + room > active.size):
+                or counts[2] + room > active.size or 2 * (counts[4] + room) > pair_keys.size):
             return NEED_ROOM, done, room
         # retire best from the candidates whatever happens next (SentencePiece erases it)
         counts[2] -= 1
-        active[best_at] = active[counts[2]]
+        moved = active[counts[2]]
+        active[best_at], active_freq[best_at] = moved, active_freq[counts[2]]
+        s_active[moved] = best_at + 1
         s_active[best] = 0
         s_alive[best] = 0
-        pairs.pop(_pair_key(s_left[best], s_right[best]))
+        _remove(pair_keys, pair_values, _pair_key(s_left[best], s_right[best]))
+        counts[4] -= 1
         n = expand(best, n_chars, s_left, s_right, char_cp, stack, buf_a)
         fp = _fingerprint(buf_a, n)
-        other = _lookup(seen, fp)
+        other = _seen_get(seen, fp)
         if other >= 0:
             m = expand(other, n_chars, s_left, s_right, char_cp, stack, buf_b)
             same = m == n
@@ -311,13 +410,13 @@ def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weigh
             s = nxt[q]
             # the pairs [r, p] and [q, s] lose this occurrence
             if r >= 0:
-                x = _lookup(pairs, _pair_key(sym[r], left))
+                x = _lookup(pair_keys, pair_values, _pair_key(sym[r], left))
                 if x >= 0:
-                    s_freq[x] -= w
+                    _add_freq(x, -w, s_freq, s_active, active_freq)
             if s >= 0:
-                x = _lookup(pairs, _pair_key(right, sym[s]))
+                x = _lookup(pair_keys, pair_values, _pair_key(right, sym[s]))
                 if x >= 0:
-                    s_freq[x] -= w
+                    _add_freq(x, -w, s_freq, s_active, active_freq)
             sym[p] = best
             sym[q] = -1
             nxt[p] = s
@@ -325,11 +424,13 @@ def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weigh
                 prv[s] = p
             # and [r, p], [p, s] are new pairs with best
             if r >= 0:
-                _add_pair(sym[r], best, r, w, unk, max_bytes, pairs, s_left, s_right, s_nchars, s_nbytes, s_freq,
-                          s_head, s_tail, s_alive, s_active, active, node_pos, node_next, counts, True)
+                _add_pair(sym[r], best, r, w, unk, max_bytes, pair_keys, pair_values, s_left, s_right, s_nchars,
+                          s_nbytes, s_freq, s_head, s_tail, s_alive, s_active, active, active_freq, node_pos,
+                          node_next, counts, True)
             if s >= 0:
-                _add_pair(best, sym[s], p, w, unk, max_bytes, pairs, s_left, s_right, s_nchars, s_nbytes, s_freq,
-                          s_head, s_tail, s_alive, s_active, active, node_pos, node_next, counts, True)
+                _add_pair(best, sym[s], p, w, unk, max_bytes, pair_keys, pair_values, s_left, s_right, s_nchars,
+                          s_nbytes, s_freq, s_head, s_tail, s_alive, s_active, active, active_freq, node_pos,
+                          node_next, counts, True)
     return DONE, done, 0
 
 

@@ -173,3 +173,26 @@ def test_extra_tokens_are_user_defined():
     assert model.types[259:261].tolist() == [PieceType.USER_DEFINED] * 2
     assert model.counter.extra_tokens == ["<mask>", "<sep>"]
     assert np.all(model.scores[261:] == -np.arange(len(model) - 261))
+
+
+def test_pair_table_matches_a_dict():
+    """The merge loop's open-addressing pair table (insert, lookup, delete with backward shift,
+    growth) against a dict, with keys that crowd a small table and wrap around its end."""
+    from cpu_fallback import bpe_train as kernels
+
+    rng = np.random.default_rng(3)
+    keys, values = kernels.new_pair_table(8)
+    want: dict[int, int] = {}
+    for step in range(20_000):
+        key = int(kernels._pair_key(*rng.integers(0, 12, 2)))
+        if rng.random() < 0.5 and key not in want:
+            if 2 * (len(want) + 1) > keys.size:
+                keys, values = kernels.grow_pair_table(keys, values, 2 * (len(want) + 1))
+            kernels._insert(keys, values, key, step)
+            want[key] = step
+        elif key in want and rng.random() < 0.7:
+            kernels._remove(keys, values, key)
+            del want[key]
+        for probe in list(want)[:5] + [key]:
+            assert kernels._lookup(keys, values, probe) == want.get(probe, -1)
+    assert sorted(int(k) for k in keys if k != -1) == sorted(want)

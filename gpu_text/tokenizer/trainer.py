@@ -399,7 +399,11 @@ class _MergeState:
         lengths = np.diff(np.asarray(decoded.offsets, np.int64))
         weight = np.repeat(np.asarray(counts.counts, np.int64), lengths)
         # characters weighted by pre-token frequency; required ones by frequency desc, codepoint asc
-        chars, inverse = np.unique(cps, return_inverse=True)
+        # (codepoints are at most U+10FFFF: counted and numbered through a table, not a sort)
+        chars = np.flatnonzero(np.bincount(cps, minlength=1))
+        index = np.zeros(int(cps.max()) + 1 if cps.size else 1, np.int32)
+        index[chars] = np.arange(chars.size, dtype=np.int32)
+        inverse = index[cps]
         freq = np.bincount(inverse, weights=weight, minlength=chars.size).astype(np.int64)
         order = np.lexsort((chars, -freq))
         total = int(freq.sum())
@@ -432,19 +436,20 @@ class _MergeState:
         self.s_head = np.full(capacity, -1, np.int32)
         self.s_tail = np.full(capacity, -1, np.int32)
         self.s_alive = np.zeros(capacity, np.int8)
-        self.s_active = np.zeros(capacity, np.int8)
+        self.s_active = np.zeros(capacity, np.int32)  # slot in the active set + 1, or 0
         cp = self.char_cp.astype(np.int64)
         self.s_nchars[:self.n_chars] = 1
         self.s_nbytes[:self.n_chars] = 1 + (cp >= 0x80) + (cp >= 0x800) + (cp >= 0x10000)
         self.node_pos = np.zeros(n + 16, np.int32)
         self.node_next = np.zeros(n + 16, np.int32)
         self.active = np.zeros(16, np.int32)
-        self.counts = np.array([self.n_chars, 0, 0, 0], np.int64)
-        self.pairs = kernels.new_pair_table()
-        self.seen = kernels.new_pair_table()
-        kernels.build_pairs(self.sym, self.nxt, self.weight, self.unk, self.max_bytes, self.pairs, self.s_left,
-                            self.s_right, self.s_nchars, self.s_nbytes, self.s_freq, self.s_head, self.s_tail,
-                            self.s_alive, self.s_active, self.node_pos, self.node_next, self.counts)
+        self.active_freq = np.zeros(16, np.int64)  # the active symbols' frequencies, packed
+        self.counts = np.array([self.n_chars, 0, 0, 0, 0], np.int64)
+        self.seen = kernels.new_seen_table()
+        self.pair_keys, self.pair_values = kernels.build_pairs(
+            self.sym, self.nxt, self.weight, self.unk, self.max_bytes, *kernels.new_pair_table(1 << 16), self.s_left,
+            self.s_right, self.s_nchars, self.s_nbytes, self.s_freq, self.s_head, self.s_tail, self.s_alive,
+            self.s_active, self.node_pos, self.node_next, self.counts)
         self.live_nodes_after_compaction = int(self.counts[1])
         width = max_piece_size + 2  # a piece has at most max_piece_size characters
         self.stack = np.zeros(width, np.int32)
@@ -465,10 +470,12 @@ class _MergeState:
         else:
             chosen = live
         self.s_active[:n_symbols] = 0
-        self.s_active[chosen] = 1
+        self.s_active[chosen] = np.arange(1, chosen.size + 1, dtype=np.int32)
         if self.active.size < chosen.size + 16:
             self.active = np.zeros(2 * chosen.size + 16, np.int32)
+            self.active_freq = np.zeros(2 * chosen.size + 16, np.int64)
         self.active[:chosen.size] = chosen
+        self.active_freq[:chosen.size] = self.s_freq[chosen]
         self.counts[2] = chosen.size
 
     def _make_room(self, room: int) -> None:
@@ -481,8 +488,18 @@ class _MergeState:
                 new = np.zeros(size, old.dtype)
                 new[:old.size] = old
                 setattr(self, name, new)
+        if 2 * (int(self.counts[4]) + room) > self.pair_keys.size:
+            self.pair_keys, self.pair_values = self.k.grow_pair_table(self.pair_keys, self.pair_values,
+                                                                      2 * (int(self.counts[4]) + room))
         if n_active + room > self.active.size:
-            self.active = np.resize(self.active, max(2 * self.active.size, n_active + room))
+            size = max(2 * self.active.size, n_active + room)
+            self.active, self.active_freq = np.resize(self.active, size), np.resize(self.active_freq, size)
+        if n_nodes + room > self.node_pos.size and self.node_pos.size < 2 * self.sym.size:
+            # while position nodes take under 16 bytes per character, grow: compacting walks
+            # every list in random order (seconds on a large corpus), and stale nodes cost only
+            # when their pair is merged
+            size = max(2 * self.node_pos.size, n_nodes + room)
+            self.node_pos, self.node_next = np.resize(self.node_pos, size), np.resize(self.node_next, size)
         if n_nodes + room > self.node_pos.size:
             # drop stale positions first; grow only if the live ones still leave too little room
             new_pos = np.zeros(self.node_pos.size, np.int32)
@@ -506,8 +523,8 @@ class _MergeState:
             status, done, room = self.k.train_steps(
                 steps, min_count, self.max_bytes, self.n_chars, self.unk, self.sym, self.nxt, self.prv, self.weight,
                 self.char_cp, self.s_left, self.s_right, self.s_nchars, self.s_nbytes, self.s_freq, self.s_head,
-                self.s_tail, self.s_alive, self.s_active, self.active, self.node_pos, self.node_next, self.counts,
-                self.pairs, self.seen, merged, self.stack, self.buf_a, self.buf_b)
+                self.s_tail, self.s_alive, self.s_active, self.active, self.active_freq, self.node_pos, self.node_next,
+                self.counts, self.pair_keys, self.pair_values, self.seen, merged, self.stack, self.buf_a, self.buf_b)
             bar.update(done)
             if status == self.k.NEED_ROOM:
                 self._make_room(room)
