@@ -1,35 +1,46 @@
 // bpe.cu -- BPE encoding of pre-tokens by replaying merges in score order (SentencePiece's rule).
 //
-// Per pre-token: start from one symbol per character; every adjacent pair whose concatenation is a
-// piece goes into a max-heap keyed (score, then smaller left position); pop, skip stale pairs
-// (a side already merged away or resized), merge, and offer the new symbol's two neighbour pairs.
-// O(n log n) per pre-token. Leftover symbols that are not pieces fall back to <0xXX> byte pieces
-// (or the unknown id). One thread per short pre-token; the linked list and heap live in global scratch
+// Symbols are ids of gpu_text/tokenizer/merge_tables.py (a piece id, or for a character that is no
+// piece but occurs inside one, an id past the pieces), so a candidate pair is one hash lookup.
+// Per pre-token: start from one symbol per character; every adjacent pair that merges goes into a
+// max-heap keyed (score, then smaller left position); pop, skip stale pairs (a side already merged
+// away or resized), merge, and offer the new symbol's two neighbour pairs. O(n log n) per
+// pre-token. Leftover symbols that are not pieces fall back to <0xXX> byte pieces (or the unknown
+// id). One thread per short pre-token; the linked list, symbol ids and heap live in global scratch
 // indexed by the pre-token's byte positions (heap: 3 slots per byte, enough for every push).
 // Pass 1 (bpe_merge) merges and counts tokens, pass 2 (bpe_emit) writes ids and byte spans.
 // Pre-tokens longer than `long_bytes` are left to a block each (bpe_merge_long, bpe_emit_long).
 #include "utf8.cuh"
-#include "double_array.cuh"
 #include "merge_tables.cuh"
 
 #define INT_MIN_VALUE (-2147483647 - 1)
 
-struct Vocab {
-    const int* state;
-    const int* check;
-    const u8* label;
-    const u8* eow;
-    int size;
+struct Model {
+    HashTable chars, merges, joins;
+    const int* bmp_ids;      // symbol id of every codepoint below U+10000, or -1
+    int n_pieces;            // ids below this are pieces
     const float* scores;     // score of every piece id
     const int* byte_ids;     // id of <0xXX> for every byte, or -1
     int unk_id;
 };
 
-// The piece id of data[begin, end), or -1.
-__device__ __forceinline__ int piece_id(const Vocab& v, const u8* data, i64 begin, i64 end) {
-    int pos = 0;
-    for (i64 i = begin; i < end && pos >= 0; ++i) pos = trie_step(v.state, v.check, v.label, v.size, pos, data[i]);
-    return pos > 0 ? trie_value(v.state, v.check, v.label, v.eow, v.size, pos) : -1;
+// The symbol id (or -1) and width of the character at s[0] (a malformed byte is one character).
+__device__ __forceinline__ int char_symbol(const Model& m, const u8* s, i64 limit, int* width) {
+    u32 cp;
+    const int length = utf8_sequence_at(s, limit, &cp);
+    *width = length > 0 ? length : 1;
+    if (length > 0 && cp < 0x10000u) return m.bmp_ids[cp];
+    return table_lookup(m.chars, char_key(s, *width));
+}
+
+// The piece symbols `left` and `right` merge into, or -1.
+__device__ __forceinline__ int merge_of(const Model& m, int left, int right) {
+    return left >= 0 && right >= 0 ? table_lookup(m.merges, pair_key(left, right)) : -1;
+}
+
+// The piece id of a final symbol, or -1 (a character that is no piece).
+__device__ __forceinline__ int piece_of(const Model& m, int symbol) {
+    return symbol >= 0 && symbol < m.n_pieces ? symbol : -1;
 }
 
 // Heap order: higher score first; on equal scores the pair further left.
@@ -70,49 +81,56 @@ struct Heap {
     }
 };
 
-// Symbols of the pre-token [begin, end), relative positions: len[p] > 0 at a symbol's start (its
-// byte length), next/prev link symbol starts (-1 at the ends).
-__device__ void offer_pair(const Vocab& v, const u8* data, i64 begin, const int* len, int left, int right, Heap& heap) {
+// Symbols of the pre-token, relative positions: len[p] > 0 at a symbol's start (its byte length),
+// id[p] its symbol id, next/prev link symbol starts (-1 at the ends).
+__device__ void offer_pair(const Model& m, const int* len, const int* id, int left, int right, Heap& heap) {
     if (left < 0 || right < 0) return;
-    const int total = len[left] + len[right];
-    const int id = piece_id(v, data, begin + left, begin + left + total);
-    if (id >= 0) heap.push(v.scores[id], left, total);
+    const int merged = merge_of(m, id[left], id[right]);
+    if (merged >= 0) heap.push(m.scores[merged], left, len[left] + len[right]);
 }
 
 // Tokens a final symbol adds: 1 if it is a piece; else one per byte (byte fallback), or 1 unknown
 // token, which swallows the unknown symbols right after it (SentencePiece merges unknown runs).
-__device__ __forceinline__ int symbol_tokens(const Vocab& v, const u8* data, i64 at, int length, bool* prev_unk) {
-    const bool known = piece_id(v, data, at, at + length) >= 0;
+__device__ __forceinline__ int symbol_tokens(const Model& m, int symbol, int length, bool* prev_unk) {
+    const bool known = piece_of(m, symbol) >= 0;
     const bool was_unk = *prev_unk;
-    *prev_unk = !known && v.byte_ids[0] < 0;
+    *prev_unk = !known && m.byte_ids[0] < 0;
     if (known) return 1;
-    if (v.byte_ids[0] >= 0) return length;
+    if (m.byte_ids[0] >= 0) return length;
     return was_unk ? 0 : 1;
 }
 
+// Every kernel takes the model as the same run of arguments (a launch passes pointers and scalars,
+// not structs) and rebuilds the Model from them.
+#define GT_MODEL_PARAMS                                                                                \
+    const u64 *__restrict__ char_keys, const int *__restrict__ char_ids, i64 char_size,               \
+    const int *__restrict__ bmp_ids, const u64 *__restrict__ merge_keys, const int *__restrict__ merge_ids, \
+    i64 merge_size, const u64 *__restrict__ join_keys, i64 join_size, int n_pieces,                   \
+    const float *__restrict__ scores, const int *__restrict__ byte_ids, int unk_id
+#define GT_MODEL                                                                                       \
+    {{char_keys, char_ids, char_size}, {merge_keys, merge_ids, merge_size}, {join_keys, nullptr, join_size}, \
+     bmp_ids, n_pieces, scores, byte_ids, unk_id}
+
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 bpe_merge(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
-          i64 n_tokens, const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
-          const u8* __restrict__ eow, int trie_size, const float* __restrict__ scores, const int* __restrict__ byte_ids,
-          int unk_id, int* __restrict__ sym_len, int* __restrict__ sym_next, int* __restrict__ sym_prev,
-          float* __restrict__ heap_score, int* __restrict__ heap_left, int* __restrict__ heap_size,
-          i64 long_bytes, i64* __restrict__ counts) {
+          i64 n_tokens, GT_MODEL_PARAMS, int* __restrict__ sym_len, int* __restrict__ sym_next,
+          int* __restrict__ sym_prev, int* __restrict__ sym_id, float* __restrict__ heap_score,
+          int* __restrict__ heap_left, int* __restrict__ heap_size, i64 long_bytes, i64* __restrict__ counts) {
     const i64 t = global_thread_index();
     if (t >= n_tokens) return;
-    const Vocab v = {state, check, label, eow, trie_size, scores, byte_ids, unk_id};
+    const Model m = GT_MODEL;
     const i64 begin = token_starts[t], end = token_ends[t];
     const int n = (int)(end - begin);
     if (n > long_bytes) return;
     int* len = sym_len + begin;
     int* next = sym_next + begin;
     int* prev = sym_prev + begin;
+    int* id = sym_id + begin;
     Heap heap = {heap_score + 3 * begin, heap_left + 3 * begin, heap_size + 3 * begin, 0};
-    // one symbol per character (a malformed byte is one character)
     int last = -1;
     for (int p = 0; p < n;) {
-        u32 cp;
-        const int l = utf8_sequence_at(data + begin + p, n - p, &cp);
-        const int width = l > 0 ? l : 1;
+        int width;
+        id[p] = char_symbol(m, data + begin + p, n - p, &width);
         for (int k = 0; k < width; ++k) len[p + k] = 0;
         len[p] = width;
         prev[p] = last;
@@ -121,58 +139,75 @@ bpe_merge(const u8* __restrict__ data, const i64* __restrict__ token_starts, con
         last = p;
         p += width;
     }
-    for (int p = 0; p < n && next[p] >= 0; p = next[p]) offer_pair(v, data, begin, len, p, next[p], heap);
+    for (int p = 0; p < n && next[p] >= 0; p = next[p]) offer_pair(m, len, id, p, next[p], heap);
     while (heap.count > 0) {
         float s;
         int left, size;
         heap.pop(&s, &left, &size);
         const int right = next[left];
         if (len[left] == 0 || right < 0 || len[left] + len[right] != size) continue;  // stale
+        id[left] = merge_of(m, id[left], id[right]);
         len[left] = size;
         len[right] = 0;
         next[left] = next[right];
         if (next[right] >= 0) prev[next[right]] = left;
-        offer_pair(v, data, begin, len, prev[left], left, heap);
-        offer_pair(v, data, begin, len, left, next[left], heap);
+        offer_pair(m, len, id, prev[left], left, heap);
+        offer_pair(m, len, id, left, next[left], heap);
     }
     i64 tokens = 0;
     bool prev_unk = false;
-    for (int p = 0; p < n; p = next[p] >= 0 ? next[p] : n) tokens += symbol_tokens(v, data, begin + p, len[p], &prev_unk);
+    for (int p = 0; p < n; p = next[p] >= 0 ? next[p] : n) tokens += symbol_tokens(m, id[p], len[p], &prev_unk);
     counts[t] = tokens;
+}
+
+// Writes the ids and byte spans of the final symbol at `at` from `out` on; returns the new end.
+// An unknown symbol right after an unknown one writes nothing: `run_end` is where the unknown
+// token that swallows it ends (SentencePiece merges unknown runs).
+__device__ __forceinline__ i64 emit_symbol(const Model& m, const u8* data, i64 at, int length, int symbol, i64 run_end,
+                                           i64 out, int* ids, i64* id_starts, i64* id_ends) {
+    const int piece = piece_of(m, symbol);
+    if (piece >= 0 || m.byte_ids[0] < 0) {
+        ids[out] = piece >= 0 ? piece : m.unk_id;
+        id_starts[out] = at;
+        id_ends[out] = piece >= 0 ? at + length : run_end;
+        return out + 1;
+    }
+    for (int k = 0; k < length; ++k, ++out) {
+        ids[out] = m.byte_ids[data[at + k]];
+        id_starts[out] = at + k;
+        id_ends[out] = at + k + 1;
+    }
+    return out;
+}
+
+// End of the run of unknown symbols starting at p (relative; the caller's symbol is unknown).
+__device__ __forceinline__ i64 unknown_run_end(const Model& m, const int* len, const int* next, const int* id, int p) {
+    int stop = p + len[p];
+    for (int q = next[p]; q >= 0 && piece_of(m, id[q]) < 0; q = next[q]) stop = q + len[q];
+    return stop;
 }
 
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 bpe_emit(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
-         i64 n_tokens, const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
-         const u8* __restrict__ eow, int trie_size, const int* __restrict__ byte_ids, int unk_id,
-         const int* __restrict__ sym_len, const int* __restrict__ sym_next, const i64* __restrict__ out_offsets,
-         i64 long_bytes, int* __restrict__ ids, i64* __restrict__ id_starts, i64* __restrict__ id_ends) {
+         i64 n_tokens, GT_MODEL_PARAMS, const int* __restrict__ sym_len, const int* __restrict__ sym_next,
+         const int* __restrict__ sym_id, const i64* __restrict__ out_offsets, i64 long_bytes, int* __restrict__ ids,
+         i64* __restrict__ id_starts, i64* __restrict__ id_ends) {
     const i64 t = global_thread_index();
     if (t >= n_tokens) return;
-    const Vocab v = {state, check, label, eow, trie_size, nullptr, byte_ids, unk_id};
+    const Model m = GT_MODEL;
     const i64 begin = token_starts[t], end = token_ends[t];
     const int n = (int)(end - begin);
     if (n > long_bytes) return;
+    const int* len = sym_len + begin;
+    const int* next = sym_next + begin;
+    const int* id = sym_id + begin;
     i64 out = out_offsets[t];
     bool prev_unk = false;
-    for (int p = 0; p < n; p = sym_next[begin + p] >= 0 ? sym_next[begin + p] : n) {
-        const i64 at = begin + p;
-        const int length = sym_len[at];
-        const int id = piece_id(v, data, at, at + length);
-        const bool unk = id < 0 && byte_ids[0] < 0;
-        if (unk && prev_unk) {
-            id_ends[out - 1] = at + length;  // extend the previous unknown token
-        } else if (id >= 0 || byte_ids[0] < 0) {
-            ids[out] = id >= 0 ? id : unk_id;
-            id_starts[out] = at;
-            id_ends[out] = at + length;
-            ++out;
-        } else {
-            for (int k = 0; k < length; ++k, ++out) {
-                ids[out] = byte_ids[data[at + k]];
-                id_starts[out] = at + k;
-                id_ends[out] = at + k + 1;
-            }
+    for (int p = 0; p < n; p = next[p] >= 0 ? next[p] : n) {
+        const bool unk = piece_of(m, id[p]) < 0 && m.byte_ids[0] < 0;
+        if (!(unk && prev_unk)) {
+            const i64 run_end = unk ? begin + unknown_run_end(m, len, next, id, p) : 0;
+            out = emit_symbol(m, data, begin + p, len[p], id[p], run_end, out, ids, id_starts, id_ends);
         }
         prev_unk = unk;
     }
@@ -217,16 +252,8 @@ __device__ __forceinline__ void thread_chunk(i64 count, i64* lo, i64* hi) {
     *hi = count * (threadIdx.x + 1) / GT_BLOCK;
 }
 
-struct MergeTables {
-    HashTable chars, merges, joins;
-};
-
-__device__ __forceinline__ int merge_of(const MergeTables& mt, int left, int right) {
-    return left >= 0 && right >= 0 ? table_lookup(mt.merges, pair_key(left, right)) : -1;
-}
-
 // One symbol per character, their ids and parts; returns the number of symbols.
-__device__ int long_symbols(const u8* data, i64 begin, int n, const MergeTables& mt, const LongScratch& s,
+__device__ int long_symbols(const u8* data, i64 begin, int n, const Model& model, const LongScratch& s,
                             i64* scan_scratch) {
     i64 lo, hi, total;
     thread_chunk(n, &lo, &hi);
@@ -238,8 +265,8 @@ __device__ int long_symbols(const u8* data, i64 begin, int n, const MergeTables&
     const int m = (int)total;
     __syncthreads();
     for (int k = threadIdx.x; k < m; k += GT_BLOCK) {
-        const int width = (k + 1 < m ? s.start[0][k + 1] : n) - s.start[0][k];
-        s.id[0][k] = table_lookup(mt.chars, char_key(data + begin + s.start[0][k], width));
+        int width;
+        s.id[0][k] = char_symbol(model, data + begin + s.start[0][k], n - s.start[0][k], &width);
     }
     __syncthreads();
     // a part starts at every character that does not join its left neighbour inside some piece
@@ -247,7 +274,7 @@ __device__ int long_symbols(const u8* data, i64 begin, int n, const MergeTables&
     count = 0;
     for (i64 k = lo; k < hi; ++k) {
         s.chosen[k] = k == 0 || s.id[0][k - 1] < 0 || s.id[0][k] < 0 ||
-                      table_lookup(mt.joins, pair_key(s.id[0][k - 1], s.id[0][k])) < 0;
+                      table_lookup(model.joins, pair_key(s.id[0][k - 1], s.id[0][k])) < 0;
         count += s.chosen[k];
     }
     at = block_exclusive_scan(count, scan_scratch, &total);
@@ -260,8 +287,7 @@ __device__ int long_symbols(const u8* data, i64 begin, int n, const MergeTables&
 }
 
 // Round step 1: every pair's merge and score, each part's best; false when nothing merges.
-__device__ bool long_score_pairs(int m, int n_parts, int cur, const MergeTables& mt, const float* scores,
-                                 const LongScratch& s) {
+__device__ bool long_score_pairs(int m, int n_parts, int cur, const Model& model, const LongScratch& s) {
     for (int p = threadIdx.x; p < n_parts; p += GT_BLOCK) {
         s.best[p] = INT_MIN_VALUE;
         s.cut[p] = m;
@@ -270,11 +296,11 @@ __device__ bool long_score_pairs(int m, int n_parts, int cur, const MergeTables&
     int any = 0;
     for (int k = threadIdx.x; k < m - 1; k += GT_BLOCK) {
         const int part = s.part[cur][k];
-        const int merged = part == s.part[cur][k + 1] ? merge_of(mt, s.id[cur][k], s.id[cur][k + 1]) : -1;
+        const int merged = part == s.part[cur][k + 1] ? merge_of(model, s.id[cur][k], s.id[cur][k + 1]) : -1;
         s.merged[k] = merged;
         if (merged >= 0) {
-            s.score[k] = scores[merged];
-            atomicMax(&s.best[part], score_order(scores[merged]));
+            s.score[k] = model.scores[merged];
+            atomicMax(&s.best[part], score_order(model.scores[merged]));
             any = 1;
         }
     }
@@ -308,7 +334,7 @@ __device__ void long_choose(int m, int cur, const LongScratch& s, int* chunk_tra
 }
 
 // Round step 3: the first chosen pair per part whose merge makes a pair scoring >= the round's.
-__device__ void long_find_cuts(int m, int cur, const MergeTables& mt, const float* scores, const LongScratch& s) {
+__device__ void long_find_cuts(int m, int cur, const Model& model, const LongScratch& s) {
     for (int k = threadIdx.x; k < m - 1; k += GT_BLOCK) {
         if (!s.chosen[k]) continue;
         const int part = s.part[cur][k], merged = s.merged[k];
@@ -316,12 +342,12 @@ __device__ void long_find_cuts(int m, int cur, const MergeTables& mt, const floa
         bool stops = false;
         if (k >= 1 && s.part[cur][k - 1] == part) {  // the left neighbour, already merged if chosen
             const int left = k >= 2 && s.chosen[k - 2] ? s.merged[k - 2] : s.id[cur][k - 1];
-            const int j = merge_of(mt, left, merged);
-            stops = j >= 0 && scores[j] >= top;
+            const int j = merge_of(model, left, merged);
+            stops = j >= 0 && model.scores[j] >= top;
         }
         if (k + 2 < m && s.part[cur][k + 2] == part) {  // the right neighbour, not merged yet
-            const int j = merge_of(mt, merged, s.id[cur][k + 2]);
-            stops = stops || (j >= 0 && scores[j] >= top);
+            const int j = merge_of(model, merged, s.id[cur][k + 2]);
+            stops = stops || (j >= 0 && model.scores[j] >= top);
         }
         if (stops) atomicMin(&s.cut[part], k);
     }
@@ -349,36 +375,26 @@ __device__ int long_merge(int m, int cur, const LongScratch& s, i64* scan_scratc
     return (int)total;
 }
 
-// Is the final symbol at byte `at` (relative to data) a piece?
-__device__ __forceinline__ bool known_symbol(const Vocab& v, const u8* data, i64 at, int length) {
-    return piece_id(v, data, at, at + length) >= 0;
-}
-
 // Tokens the final symbol at `at` adds (see symbol_tokens), its unknown predecessor read through prev.
-__device__ __forceinline__ int long_symbol_tokens(const Vocab& v, const u8* data, i64 begin, const int* len,
-                                                  const int* prev, int at) {
-    if (known_symbol(v, data, begin + at, len[at])) return 1;
-    if (v.byte_ids[0] >= 0) return len[at];
+__device__ __forceinline__ int long_symbol_tokens(const Model& model, const int* len, const int* prev, const int* id,
+                                                  int at) {
+    if (piece_of(model, id[at]) >= 0) return 1;
+    if (model.byte_ids[0] >= 0) return len[at];
     const int before = prev[at];
-    return before >= 0 && !known_symbol(v, data, begin + before, len[before]) ? 0 : 1;
+    return before >= 0 && piece_of(model, id[before]) < 0 ? 0 : 1;
 }
 
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 bpe_merge_long(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
                const i64* __restrict__ long_tokens, const i64* __restrict__ work_at, i64 work_size, int* work,
-               float* pair_score, const u64* __restrict__ char_keys, const int* __restrict__ char_ids, i64 char_size,
-               const u64* __restrict__ merge_keys, const int* __restrict__ merge_ids, i64 merge_size,
-               const u64* __restrict__ join_keys, i64 join_size, const int* __restrict__ state,
-               const int* __restrict__ check, const u8* __restrict__ label, const u8* __restrict__ eow, int trie_size,
-               const float* __restrict__ scores, const int* __restrict__ byte_ids, int unk_id, int* sym_len,
-               int* sym_next, int* sym_prev, i64* __restrict__ counts) {
+               float* pair_score, GT_MODEL_PARAMS, int* sym_len, int* sym_next, int* sym_prev, int* sym_id,
+               i64* __restrict__ counts) {
     __shared__ i64 scan_scratch[GT_WARPS];
     __shared__ int chunk_trail[GT_BLOCK], chunk_whole[GT_BLOCK];
     const i64 t = long_tokens[blockIdx.x];
     const i64 begin = token_starts[t];
     const int n = (int)(token_ends[t] - begin);
-    const MergeTables mt = {{char_keys, char_ids, char_size}, {merge_keys, merge_ids, merge_size},
-                            {join_keys, nullptr, join_size}};
+    const Model model = GT_MODEL;
     int* w = work + work_at[blockIdx.x];
     LongScratch s;
     for (int b = 0; b < 2; ++b) {
@@ -392,12 +408,12 @@ bpe_merge_long(const u8* __restrict__ data, const i64* __restrict__ token_starts
     s.cut = w + 9 * work_size;
     s.score = pair_score + work_at[blockIdx.x];
 
-    int m = long_symbols(data, begin, n, mt, s, scan_scratch);
+    int m = long_symbols(data, begin, n, model, s, scan_scratch);
     const int n_parts = s.part[0][m - 1] + 1;
     int cur = 0;
-    while (long_score_pairs(m, n_parts, cur, mt, scores, s)) {
+    while (long_score_pairs(m, n_parts, cur, model, s)) {
         long_choose(m, cur, s, chunk_trail, chunk_whole);
-        long_find_cuts(m, cur, mt, scores, s);
+        long_find_cuts(m, cur, model, s);
         m = long_merge(m, cur, s, scan_scratch);
         cur ^= 1;
     }
@@ -406,6 +422,7 @@ bpe_merge_long(const u8* __restrict__ data, const i64* __restrict__ token_starts
     int* len = sym_len + begin;
     int* next = sym_next + begin;
     int* prev = sym_prev + begin;
+    int* id = sym_id + begin;
     for (int i = threadIdx.x; i < n; i += GT_BLOCK) len[i] = 0;
     __syncthreads();
     for (int k = threadIdx.x; k < m; k += GT_BLOCK) {
@@ -413,52 +430,41 @@ bpe_merge_long(const u8* __restrict__ data, const i64* __restrict__ token_starts
         len[at] = after - at;
         next[at] = k + 1 < m ? after : -1;
         prev[at] = k > 0 ? s.start[cur][k - 1] : -1;
+        id[at] = s.id[cur][k];
     }
     __syncthreads();
-    const Vocab v = {state, check, label, eow, trie_size, scores, byte_ids, unk_id};
     i64 tokens = 0;
-    for (int k = threadIdx.x; k < m; k += GT_BLOCK) tokens += long_symbol_tokens(v, data, begin, len, prev, s.start[cur][k]);
+    for (int k = threadIdx.x; k < m; k += GT_BLOCK) tokens += long_symbol_tokens(model, len, prev, id, s.start[cur][k]);
     tokens = block_sum(tokens, scan_scratch);
     if (threadIdx.x == 0) counts[t] = tokens;
 }
 
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 bpe_emit_long(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
-              const i64* __restrict__ long_tokens, const int* __restrict__ state, const int* __restrict__ check,
-              const u8* __restrict__ label, const u8* __restrict__ eow, int trie_size,
-              const int* __restrict__ byte_ids, int unk_id, const int* __restrict__ sym_len,
-              const int* __restrict__ sym_next, const int* __restrict__ sym_prev,
+              const i64* __restrict__ long_tokens, GT_MODEL_PARAMS, const int* __restrict__ sym_len,
+              const int* __restrict__ sym_next, const int* __restrict__ sym_prev, const int* __restrict__ sym_id,
               const i64* __restrict__ out_offsets, int* __restrict__ ids, i64* __restrict__ id_starts,
               i64* __restrict__ id_ends) {
     __shared__ i64 scan_scratch[GT_WARPS];
     const i64 t = long_tokens[blockIdx.x];
     const i64 begin = token_starts[t];
     const int n = (int)(token_ends[t] - begin);
-    const Vocab v = {state, check, label, eow, trie_size, nullptr, byte_ids, unk_id};
+    const Model model = GT_MODEL;
     const int* len = sym_len + begin;
     const int* next = sym_next + begin;
     const int* prev = sym_prev + begin;
+    const int* id = sym_id + begin;
     i64 lo, hi, total;
     thread_chunk(n, &lo, &hi);
     i64 count = 0;
     for (i64 i = lo; i < hi; ++i)
-        if (len[i] > 0) count += long_symbol_tokens(v, data, begin, len, prev, (int)i);
+        if (len[i] > 0) count += long_symbol_tokens(model, len, prev, id, (int)i);
     i64 out = out_offsets[t] + block_exclusive_scan(count, scan_scratch, &total);
     for (i64 i = lo; i < hi; ++i) {
         if (len[i] == 0) continue;
-        const i64 at = begin + i;
-        const int id = piece_id(v, data, at, at + len[i]);
-        if (id >= 0) {
-            ids[out] = id; id_starts[out] = at; id_ends[out] = at + len[i]; ++out;
-        } else if (byte_ids[0] >= 0) {
-            for (int k = 0; k < len[i]; ++k, ++out) {
-                ids[out] = byte_ids[data[at + k]]; id_starts[out] = at + k; id_ends[out] = at + k + 1;
-            }
-        } else if (prev[i] < 0 || known_symbol(v, data, begin + prev[i], len[prev[i]])) {
-            // an unknown run starts here: one token up to its last unknown symbol
-            i64 stop = at + len[i];
-            for (int q = next[i]; q >= 0 && !known_symbol(v, data, begin + q, len[q]); q = next[q]) stop = begin + q + len[q];
-            ids[out] = unk_id; id_starts[out] = at; id_ends[out] = stop; ++out;
-        }
+        const bool unk = piece_of(model, id[i]) < 0 && model.byte_ids[0] < 0;
+        if (unk && prev[i] >= 0 && piece_of(model, id[prev[i]]) < 0) continue;  // inside an unknown run
+        const i64 run_end = unk ? begin + unknown_run_end(model, len, next, id, (int)i) : 0;
+        out = emit_symbol(model, data, begin + i, len[i], id[i], run_end, out, ids, id_starts, id_ends);
     }
 }
