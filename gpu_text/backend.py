@@ -70,6 +70,16 @@ class Backend:
         return self.xp.asarray(array)
 
 
+def is_device_out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is CuPy's out-of-memory error (recognised by name: CuPy is optional).
+
+    >>> class OutOfMemoryError(Exception): ...
+    >>> is_device_out_of_memory(OutOfMemoryError()), is_device_out_of_memory(ValueError())
+    (True, False)
+    """
+    return type(error).__name__ == "OutOfMemoryError"
+
+
 def cuda_unavailable_reason() -> str | None:
     """Why the CUDA backend cannot run here, or ``None`` when it can.
 

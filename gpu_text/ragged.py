@@ -67,6 +67,28 @@ class RaggedArray:
         """
         return self.offsets[1:] - self.offsets[:-1]
 
+    def rows(self, start: int, stop: int) -> "RaggedArray":
+        """Rows ``start`` to ``stop - 1`` as a ragged array (a view of ``values``; offsets rebased).
+
+        >>> RaggedArray(np.arange(3), np.array([0, 1, 3, 3])).rows(1, 3).to_pylist()
+        [[1, 2], []]
+        """
+        first, last = int(self.offsets[start]), int(self.offsets[stop])
+        return type(self)(self.values[first:last], self.offsets[start:stop + 1] - first, check=False)
+
+    @classmethod
+    def concat(cls, parts: "list[RaggedArray]") -> "RaggedArray":
+        """The rows of ``parts``, one after another (all on one device).
+
+        >>> a, b = RaggedArray(np.arange(2), np.array([0, 2])), RaggedArray(np.arange(1), np.array([0, 0, 1]))
+        >>> RaggedArray.concat([a, b]).to_pylist()
+        [[0, 1], [], [0]]
+        """
+        xp = _xp(parts[0].values)
+        starts = np.cumsum([0] + [p.values.size for p in parts[:-1]]).tolist()
+        offsets = [parts[0].offsets[:1]] + [p.offsets[1:] + start for p, start in zip(parts, starts)]
+        return cls(xp.concatenate([p.values for p in parts]), xp.concatenate(offsets), check=False)
+
     def row(self, i: int) -> Any:
         """Row ``i`` as a view of ``values``.
 

@@ -1,6 +1,8 @@
 """The Tokenizer pipeline: specials, padding, offsets into the original text, lossless round trip."""
 from __future__ import annotations
 
+import pytest
+
 from gpu_text.demo import MODEL
 from gpu_text.tokenizer import BPEModel, Normalizer, PreTokenizer, Tokenizer
 from gpu_text.tokenizer.bpe import byte_piece
@@ -83,3 +85,34 @@ def test_row_by_row_encoder_equals_the_stages():
                 staged, by_rows = _staged_and_by_rows(tok, texts)
                 for a, b in zip(staged, by_rows):
                     assert a.to_pylist() == b.to_pylist(), (split, rule)
+
+
+def test_out_of_device_memory_halves_the_batch(monkeypatch):
+    """When a batch does not fit in GPU memory the encoder retries in halves of the rows (the
+    emulated CUDA backend with an out-of-memory error above 30 bytes): the same ids and spans."""
+    from tests.emulated_backend import emulated_backend
+
+    tok = Tokenizer(BPEModel(["<unk>", "a", "b", "ab", "▁"], [0.0, -1.0, -2.0, 0.0, -3.0], [2, 1, 1, 1, 1]),
+                    Normalizer("no"), PreTokenizer())
+    texts = ["ab ab", "", "a", "bbb abab", "ab" * 12, "b a"]
+    be = emulated_backend()
+    want = tok.encode(texts, backend=be, with_offsets=True)
+
+    class OutOfMemoryError(Exception):
+        """Named as CuPy's."""
+
+    fitting, calls = Tokenizer._encode_stages, []
+
+    def small_device(self, batch, backend, with_offsets):
+        calls.append(len(batch))
+        if batch.nbytes > 30:
+            raise OutOfMemoryError("out of memory allocating 1 GiB")
+        return fitting(self, batch, backend, with_offsets)
+
+    monkeypatch.setattr(Tokenizer, "_encode_stages", small_device)
+    got = tok.encode(texts, backend=be, with_offsets=True)
+    assert max(calls) == len(texts) and min(calls) == 1
+    for g, w in zip((got.ids, got.starts, got.ends), (want.ids, want.starts, want.ends)):
+        assert g.to_pylist() == w.to_pylist()
+    with pytest.raises(MemoryError, match="40 bytes does not fit"):
+        tok.encode(["ab" * 20], backend=be)

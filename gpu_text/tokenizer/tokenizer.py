@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpu_text.backend import Backend, get_backend
+from gpu_text.backend import Backend, get_backend, is_device_out_of_memory
 from gpu_text.batch import TextBatch, as_text_batch
 from gpu_text.ragged import RaggedArray, row_ids
 from gpu_text.tokenizer.bpe import SPACE_SYMBOL, BPEModel
@@ -89,7 +89,7 @@ class Tokenizer:
         if be.name == "cpu" and self.pre_tokenizer.segmenter_ is None:
             ids, starts, ends = self._encode_rows(batch, be, with_offsets)
         else:
-            ids, starts, ends = self._encode_stages(batch, be, with_offsets)
+            ids, starts, ends = self._encode_stages_fitting(batch, be, with_offsets)
         if add_bos or add_eos:
             ids, starts, ends = self._add_specials(ids, starts, ends, batch, add_bos, add_eos, xp)
         return Encoding(ids, starts, ends)
@@ -107,6 +107,26 @@ class Tokenizer:
         if not with_offsets:
             return ids, None, None
         return ids, *self._original_spans(text, normalized.alignment, encoded, row_offsets, be.xp)
+
+    def _encode_stages_fitting(self, batch: TextBatch, be: Backend, with_offsets: bool
+                               ) -> tuple[RaggedArray, RaggedArray | None, RaggedArray | None]:
+        """:meth:`_encode_stages`, in halves of the rows (recursively) while the GPU runs out of
+        memory; a single text that does not fit raises ``MemoryError`` saying so."""
+        try:
+            return self._encode_stages(batch, be, with_offsets)
+        except Exception as error:
+            if not is_device_out_of_memory(error):
+                raise
+            if len(batch) <= 1:
+                raise MemoryError(f"a text of {batch.nbytes} bytes does not fit in GPU memory") from error
+        release = getattr(be.xp, "get_default_memory_pool", None)
+        if release is not None:  # CuPy keeps freed blocks; hand them back before the retry
+            release().free_all_blocks()
+        half = len(batch) // 2
+        parts = [self._encode_stages_fitting(batch.rows(a, b), be, with_offsets)
+                 for a, b in ((0, half), (half, len(batch)))]
+        return tuple(RaggedArray.concat([p[k] for p in parts]) if parts[0][k] is not None else None
+                     for k in range(3))
 
     def _encode_rows(self, batch: TextBatch, be: Backend, with_offsets: bool
                      ) -> tuple[RaggedArray, RaggedArray | None, RaggedArray | None]:
