@@ -2,11 +2,12 @@
 
 Where the GPU gives every short pre-token a thread (and a long one a block), the CPU first cuts
 each pre-token between characters that no piece joins (:mod:`gpu_text.tokenizer.merge_tables`):
-the parts are independent and short (most are one or two characters),
-and natural text repeats them, so each chunk of pre-tokens merges every distinct part once and
-copies the result to its repeats. Symbols are piece ids (characters that are no piece have ids
-past the pieces), so a candidate pair is one hash lookup. Short parts find the best pair by a scan;
-long ones (a line of ``aaaa…``) use a binary heap with stale entries skipped: O(n log n).
+the parts are independent and short (most are one or two characters), and natural text repeats
+them, so each chunk of pre-tokens merges every distinct part once and copies the result to its
+repeats. Symbols are piece ids (characters that are no piece have ids past the pieces), so a
+candidate pair is one hash lookup. Short parts find the best pair by a scan; long ones (a line of
+``aaaa…``) merge in rounds, as the GPU's block does, and finish with a binary heap with stale
+entries skipped: O(n log n) at worst.
 """
 from __future__ import annotations
 
