@@ -41,8 +41,10 @@ def test_lossless_round_trip_with_reconstruct():
                     PreTokenizer())
 
     @hypothesis.settings(max_examples=200, deadline=None)
-    @hypothesis.given(strategies.lists(strategies.text(strategies.characters(exclude_characters="\u2581")),
-                                       max_size=5))
+    # valid text only: a lone surrogate (category Cs, which characters() yields once it is given
+    # any exclusion) is malformed UTF-8, which the normalizer turns into U+FFFD
+    @hypothesis.given(strategies.lists(strategies.text(strategies.characters(
+        exclude_characters="\u2581", exclude_categories=("Cs",))), max_size=5))
     def round_trip(texts):
         assert tok.decode_batch(tok.encode(texts, backend="cpu").ids) == texts
 
