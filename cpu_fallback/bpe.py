@@ -423,10 +423,11 @@ def _encode_chunks(data, token_starts, token_ends, chunk_bounds, scores, char_ke
 
 
 @njit(inline="always", **_JIT)
-def emit_pre_token(data, begin, end, source, byte_ids, unk_id, length, pid, ids, starts, ends, out):
-    """Write the ids of pre-token data[begin:end), whose symbols are at ``source``, and their byte
-    spans from ``out`` on; returns the new end (byte pieces for what is no piece, or a run of
-    unknown symbols as one unknown id)."""
+def emit_pre_token(data, begin, end, source, byte_ids, unk_id, length, pid, ids, starts, ends, out,
+                   spans):
+    """Write the ids of pre-token data[begin:end), whose symbols are at ``source``, and (``spans``)
+    their byte spans from ``out`` on; returns the new end (byte pieces for what is no piece, or a
+    run of unknown symbols as one unknown id)."""
     prev_unk = False
     at = begin
     shift = source - begin
@@ -434,17 +435,18 @@ def emit_pre_token(data, begin, end, source, byte_ids, unk_id, length, pid, ids,
         size, piece = length[at + shift], pid[at + shift]
         unk = piece < 0 and byte_ids[0] < 0
         if unk and prev_unk:
-            ends[out - 1] = at + size
+            if spans:
+                ends[out - 1] = at + size
         elif piece >= 0 or byte_ids[0] < 0:
             ids[out] = piece if piece >= 0 else unk_id
-            starts[out] = at
-            ends[out] = at + size
+            if spans:
+                starts[out], ends[out] = at, at + size
             out += 1
         else:
             for k in range(size):
                 ids[out] = byte_ids[data[at + k]]
-                starts[out] = at + k
-                ends[out] = at + k + 1
+                if spans:
+                    starts[out], ends[out] = at + k, at + k + 1
                 out += 1
         prev_unk = unk
         at += size
@@ -455,7 +457,7 @@ def emit_pre_token(data, begin, end, source, byte_ids, unk_id, length, pid, ids,
 def _emit_all(data, token_starts, token_ends, sources, byte_ids, unk_id, length, pid, offsets, ids, starts, ends):
     for t in prange(token_starts.size):
         emit_pre_token(data, token_starts[t], token_ends[t], sources[t], byte_ids, unk_id, length, pid, ids, starts,
-                       ends, offsets[t])
+                       ends, offsets[t], True)
 
 
 def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores, byte_ids, unk_id, tables):

@@ -58,8 +58,9 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
     text_owner, length_owner, pid_owner = np.empty(size, np.uint8), np.empty(size, np.int32), np.empty(size, np.int32)
     align_owner = np.empty(size if with_spans else 1, np.int64)
     n_guess = size // 3
-    ids_owner, starts_owner, ends_owner = np.empty(n_guess, np.int32), np.empty(n_guess, np.int64), np.empty(
-        n_guess, np.int64)
+    n_spans = n_guess if with_spans else 1  # spans are written only when asked for
+    ids_owner, starts_owner, ends_owner = np.empty(n_guess, np.int32), np.empty(n_spans, np.int64), np.empty(
+        n_spans, np.int64)
     text, length, pid, align = borrow(text_owner), borrow(length_owner), borrow(pid_owner), borrow(align_owner)
     ids, starts, ends = borrow(ids_owner), borrow(starts_owner), borrow(ends_owner)
     counts = np.zeros(last - first, np.int64)
@@ -85,8 +86,9 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
             align[at + n] = end - begin
         if n_ids + n > ids.size:  # a row gives at most one id per byte
             grown = max(2 * ids.size, n_ids + n)
-            ids_owner, starts_owner = _grown(ids_owner, grown, n_ids), _grown(starts_owner, grown, n_ids)
-            ends_owner = _grown(ends_owner, grown, n_ids)
+            ids_owner = _grown(ids_owner, grown, n_ids)
+            if with_spans:
+                starts_owner, ends_owner = _grown(starts_owner, grown, n_ids), _grown(ends_owner, grown, n_ids)
             ids, starts, ends = borrow(ids_owner), borrow(starts_owner), borrow(ends_owner)
         row_ids = n_ids
         p = at
@@ -95,7 +97,8 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
             filled, source = encode_pre_token(text, p, q, scores, char_keys, char_ids, merge_keys, merge_ids,
                                               join_keys, join_values, bmp_ids, length, pid, memo, filled, sym_start,
                                               sym_id, pair_id, pair_score)
-            n_ids = emit_pre_token(text, p, q, source, byte_ids, unk_id, length, pid, ids, starts, ends, n_ids)
+            n_ids = emit_pre_token(text, p, q, source, byte_ids, unk_id, length, pid, ids, starts, ends, n_ids,
+                                   with_spans)
             p = q
         if with_spans:
             for k in range(row_ids, n_ids):
@@ -103,7 +106,8 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
         counts[r - first] = n_ids - row_ids
         at += n
     keep = text_owner.size + length_owner.size + pid_owner.size + align_owner.size  # in use to the end
-    return ids_owner[:n_ids], counts, starts_owner[:n_ids], ends_owner[:n_ids], keep
+    n_spans = n_ids if with_spans else 0
+    return ids_owner[:n_ids], counts, starts_owner[:n_spans], ends_owner[:n_spans], keep
 
 
 def encode_text(data, offsets, normalizer, symbol, collapse, dummy, growth, dfa, scores, byte_ids, unk_id, tables,
