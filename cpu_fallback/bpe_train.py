@@ -21,6 +21,9 @@ import numpy as np
 from numba import njit, prange, types
 from numba.typed import Dict
 
+# the merge loop's pair table ((left << 32 | right) -> pair symbol) is one of the encoder's hash tables
+from gpu_text.tokenizer.merge_tables import grown_table, lookup, pair_key, remove, store
+
 _JIT = dict(cache=True, nogil=True)
 
 FNV_OFFSET = np.uint64(14695981039346656037)
@@ -101,87 +104,6 @@ def rehash(slots, ent_hash, n):
 
 
 @njit(**_JIT)
-def new_pair_table(capacity):
-    """An empty table (keys, values) for ``capacity`` pairs: open addressing, linear probing, at
-    most half full; keys are left << 32 | right (never -1, which marks a free slot), values pair
-    symbol ids. A plain array table: Numba's typed dict costs several times more per lookup."""
-    size = 16
-    while size < 2 * capacity:
-        size *= 2
-    return np.full(size, -1, np.int64), np.zeros(size, np.int32)
-
-
-@njit(inline="always", **_JIT)
-def _pair_key(a, b):
-    return (np.int64(a) << 32) | np.int64(b)
-
-
-@njit(inline="always", **_JIT)
-def _home(key, mask):
-    x = np.uint64(key)  # SplitMix64's finalizer: pair keys differ in few low bits
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return np.int64((x ^ (x >> np.uint64(31))) & np.uint64(mask))
-
-
-@njit(inline="always", **_JIT)
-def _lookup(keys, values, key):
-    """The pair symbol stored under ``key``, or -1."""
-    mask = keys.size - 1
-    i = _home(key, mask)
-    while True:
-        found = keys[i]
-        if found == key:
-            return values[i]
-        if found == -1:
-            return -1
-        i = (i + 1) & mask
-
-
-@njit(inline="always", **_JIT)
-def _insert(keys, values, key, value):
-    """Stores a key that is not in the table (the caller keeps it at most half full)."""
-    mask = keys.size - 1
-    i = _home(key, mask)
-    while keys[i] != -1:
-        i = (i + 1) & mask
-    keys[i] = key
-    values[i] = value
-
-
-@njit(**_JIT)
-def _remove(keys, values, key):
-    """Deletes ``key`` (if present), shifting later entries of its probe run back into the gap."""
-    mask = keys.size - 1
-    i = _home(key, mask)
-    while keys[i] != key:
-        if keys[i] == -1:
-            return
-        i = (i + 1) & mask
-    j = i
-    while True:
-        j = (j + 1) & mask
-        if keys[j] == -1:
-            break
-        home = _home(keys[j], mask)
-        # the entry at j may fill the gap at i unless its home lies cyclically in (i, j]
-        if (i < j and (home <= i or home > j)) or (j < i and home <= i and home > j):
-            keys[i], values[i] = keys[j], values[j]
-            i = j
-    keys[i] = -1
-
-
-@njit(**_JIT)
-def grow_pair_table(keys, values, capacity):
-    """The same pairs in a table for ``capacity`` pairs."""
-    new_keys, new_values = new_pair_table(capacity)
-    for i in range(keys.size):
-        if keys[i] != -1:
-            _insert(new_keys, new_values, keys[i], values[i])
-    return new_keys, new_values
-
-
-@njit(**_JIT)
 def new_seen_table():
     """Piece fingerprint -> the symbol accepted with it (one entry per merge: a typed dict will do)."""
     return Dict.empty(key_type=types.int64, value_type=types.int64)
@@ -231,8 +153,8 @@ def _add_pair(a, b, pos, w, unk, max_bytes, pair_keys, pair_values, s_left, s_ri
     unknown character or longer than ``max_bytes`` are never made."""
     if a == unk or b == unk or s_nbytes[a] + s_nbytes[b] > max_bytes:
         return
-    key = _pair_key(a, b)
-    x = _lookup(pair_keys, pair_values, key)
+    key = pair_key(a, b)
+    x = lookup(pair_keys, pair_values, key)
     if x < 0:
         x = counts[0]
         counts[0] = x + 1
@@ -245,7 +167,7 @@ def _add_pair(a, b, pos, w, unk, max_bytes, pair_keys, pair_values, s_left, s_ri
         s_tail[x] = -1
         s_alive[x] = 1
         s_active[x] = 0
-        _insert(pair_keys, pair_values, key, x)
+        store(pair_keys, pair_values, key, x)
         counts[4] += 1
     _add_freq(x, w, s_freq, s_active, active_freq)
     _append_position(x, pos, s_head, s_tail, node_pos, node_next, counts)
@@ -267,7 +189,7 @@ def build_pairs(sym, nxt, weight, unk, max_bytes, pair_keys, pair_values, s_left
         q = nxt[p]
         if q >= 0:
             if 2 * (counts[4] + 1) > pair_keys.size:
-                pair_keys, pair_values = grow_pair_table(pair_keys, pair_values, 2 * (counts[4] + 1))
+                pair_keys, pair_values = grown_table(pair_keys, pair_values, 2 * (counts[4] + 1))
             _add_pair(sym[p], sym[q], p, weight[p], unk, max_bytes, pair_keys, pair_values, s_left, s_right, s_nchars,
                       s_nbytes, s_freq, s_head, s_tail, s_alive, s_active, no_active, no_active_freq, node_pos,
                       node_next, counts, False)
@@ -369,7 +291,7 @@ def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weigh
         s_active[moved] = best_at + 1
         s_active[best] = 0
         s_alive[best] = 0
-        _remove(pair_keys, pair_values, _pair_key(s_left[best], s_right[best]))
+        remove(pair_keys, pair_values, pair_key(s_left[best], s_right[best]))
         counts[4] -= 1
         n = expand(best, n_chars, s_left, s_right, char_cp, stack, buf_a)
         fp = _fingerprint(buf_a, n)
@@ -410,11 +332,11 @@ def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weigh
             s = nxt[q]
             # the pairs [r, p] and [q, s] lose this occurrence
             if r >= 0:
-                x = _lookup(pair_keys, pair_values, _pair_key(sym[r], left))
+                x = lookup(pair_keys, pair_values, pair_key(sym[r], left))
                 if x >= 0:
                     _add_freq(x, -w, s_freq, s_active, active_freq)
             if s >= 0:
-                x = _lookup(pair_keys, pair_values, _pair_key(right, sym[s]))
+                x = lookup(pair_keys, pair_values, pair_key(right, sym[s]))
                 if x >= 0:
                     _add_freq(x, -w, s_freq, s_active, active_freq)
             sym[p] = best

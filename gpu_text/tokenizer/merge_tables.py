@@ -87,28 +87,63 @@ def lookup(keys, values, key):
         slot = (slot + 1) & (keys.size - 1)
 
 
+@njit(inline="always", **_JIT)
+def store(keys, values, key, value):
+    """Put ``value`` under ``key`` (the caller keeps the table at most half full)."""
+    slot = _slot(keys, key)
+    while keys[slot] != EMPTY and keys[slot] != key:
+        slot = (slot + 1) & (keys.size - 1)
+    keys[slot], values[slot] = key, value
+
+
+@njit(**_JIT)
+def remove(keys, values, key):
+    """Delete ``key`` if present, shifting later entries of its probe run back into the gap (no
+    tombstones, so lookups stay as short as in a table that never had it)."""
+    mask = keys.size - 1
+    i = _slot(keys, key)
+    while keys[i] != key:
+        if keys[i] == EMPTY:
+            return
+        i = (i + 1) & mask
+    j = i
+    while True:
+        j = (j + 1) & mask
+        if keys[j] == EMPTY:
+            break
+        home = _slot(keys, keys[j])
+        # the entry at j may fill the gap at i unless its home lies cyclically in (i, j]
+        if (i < j and (home <= i or home > j)) or (j < i and home <= i and home > j):
+            keys[i], values[i] = keys[j], values[j]
+            i = j
+    keys[i] = EMPTY
+
+
+@njit(**_JIT)
+def empty_table(capacity):
+    """An empty table for ``capacity`` entries (a power of two of at least twice that many slots)."""
+    size = 2
+    while size < 2 * capacity:
+        size *= 2
+    return np.full(size, EMPTY, np.uint64), np.full(size, -1, np.int32)
+
+
+@njit(**_JIT)
+def grown_table(keys, values, capacity):
+    """The entries of a table in an empty one for ``capacity`` entries."""
+    new_keys, new_values = empty_table(capacity)
+    for i in range(keys.size):
+        if keys[i] != EMPTY:
+            store(new_keys, new_values, keys[i], values[i])
+    return new_keys, new_values
+
+
 @njit(**_JIT)
 def _table(keys, values):
-    size = 2
-    while size < 2 * keys.size:
-        size *= 2
-    table_keys, table_values = np.full(size, EMPTY, np.uint64), np.full(size, -1, np.int32)
+    table_keys, table_values = empty_table(keys.size)
     for k in range(keys.size):
-        slot = _slot(table_keys, keys[k])
-        while table_keys[slot] != EMPTY and table_keys[slot] != keys[k]:
-            slot = (slot + 1) & (size - 1)
-        table_keys[slot], table_values[slot] = keys[k], values[k]
+        store(table_keys, table_values, keys[k], values[k])
     return table_keys, table_values
-
-
-@njit(**_JIT)
-def _piece_id(state, check, label, eow, data, begin, end):
-    node = 0
-    for i in range(begin, end):
-        node = trie_step(state, check, label, node, data[i])
-        if node < 0:
-            return -1
-    return trie_value(state, check, label, eow, node) if node > 0 else -1
 
 
 @njit(**_JIT)

@@ -39,6 +39,7 @@ from gpu_text.batch import TextBatch, as_text_batch
 from gpu_text.ragged import row_ids
 from gpu_text.textio import DEFAULT_CHUNK_BYTES, iter_line_batches
 from gpu_text.tokenizer.bpe import BPEModel, PieceType, byte_piece
+from gpu_text.tokenizer.merge_tables import empty_table, grown_table
 from gpu_text.tokenizer.model_file import CounterSpec, PieceTable, PreTokenizerSpec, TokenizerModel, write_model_file
 from gpu_text.tokenizer.normalizer import Normalizer
 from gpu_text.tokenizer.pre_tokenizer import PreTokenizer
@@ -447,7 +448,7 @@ class _MergeState:
         self.counts = np.array([self.n_chars, 0, 0, 0, 0], np.int64)
         self.seen = kernels.new_seen_table()
         self.pair_keys, self.pair_values = kernels.build_pairs(
-            self.sym, self.nxt, self.weight, self.unk, self.max_bytes, *kernels.new_pair_table(1 << 16), self.s_left,
+            self.sym, self.nxt, self.weight, self.unk, self.max_bytes, *empty_table(1 << 16), self.s_left,
             self.s_right, self.s_nchars, self.s_nbytes, self.s_freq, self.s_head, self.s_tail, self.s_alive,
             self.s_active, self.node_pos, self.node_next, self.counts)
         self.live_nodes_after_compaction = int(self.counts[1])
@@ -489,8 +490,8 @@ class _MergeState:
                 new[:old.size] = old
                 setattr(self, name, new)
         if 2 * (int(self.counts[4]) + room) > self.pair_keys.size:
-            self.pair_keys, self.pair_values = self.k.grow_pair_table(self.pair_keys, self.pair_values,
-                                                                      2 * (int(self.counts[4]) + room))
+            self.pair_keys, self.pair_values = grown_table(self.pair_keys, self.pair_values,
+                                                           2 * (int(self.counts[4]) + room))
         if n_active + room > self.active.size:
             size = max(2 * self.active.size, n_active + room)
             self.active, self.active_freq = np.resize(self.active, size), np.resize(self.active_freq, size)
