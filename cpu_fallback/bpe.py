@@ -47,14 +47,19 @@ def _split_chars(data, begin, end, char_keys, char_ids, bmp_ids, sym_start, sym_
 
 
 @njit(inline="always", **_JIT)
+def _one_symbol(length, pid, begin, end, symbol, n_pieces):
+    """data[begin:end) is one symbol, ``symbol`` (a piece id, or the id of a character that is none)."""
+    length[begin] = end - begin
+    for q in range(begin + 1, end):
+        length[q] = 0
+    pid[begin] = symbol if symbol < n_pieces else -1
+
+
+@njit(inline="always", **_JIT)
 def _write(length, pid, n_pieces, sym_start, sym_id, n):
     """``length`` and ``pid`` (-1 for a character that is no piece) at each symbol start."""
     for k in range(n):
-        at = sym_start[k]
-        length[at] = sym_start[k + 1] - at
-        for q in range(at + 1, sym_start[k + 1]):
-            length[q] = 0
-        pid[at] = sym_id[k] if sym_id[k] < n_pieces else -1
+        _one_symbol(length, pid, sym_start[k], sym_start[k + 1], sym_id[k], n_pieces)
 
 
 @njit(**_JIT)
@@ -229,15 +234,6 @@ def merge_long(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_key
         k = nxt[k]
     sym_start[live] = end
     _write(length, pid, scores.size, sym_start, sym_id, live)
-
-
-@njit(inline="always", **_JIT)
-def _one_symbol(length, pid, begin, end, symbol, n_pieces):
-    """data[begin:end) is one symbol, ``symbol`` (a piece id, or the id of a character that is none)."""
-    length[begin] = end - begin
-    for q in range(begin + 1, end):
-        length[q] = 0
-    pid[begin] = symbol if symbol < n_pieces else -1
 
 
 @njit(inline="always", **_JIT)

@@ -89,15 +89,13 @@ __device__ void offer_pair(const Model& m, const int* len, const int* id, int le
     if (merged >= 0) heap.push(m.scores[merged], left, len[left] + len[right]);
 }
 
-// Tokens a final symbol adds: 1 if it is a piece; else one per byte (byte fallback), or 1 unknown
-// token, which swallows the unknown symbols right after it (SentencePiece merges unknown runs).
-__device__ __forceinline__ int symbol_tokens(const Model& m, int symbol, int length, bool* prev_unk) {
-    const bool known = piece_of(m, symbol) >= 0;
-    const bool was_unk = *prev_unk;
-    *prev_unk = !known && m.byte_ids[0] < 0;
-    if (known) return 1;
-    if (m.byte_ids[0] >= 0) return length;
-    return was_unk ? 0 : 1;
+// Tokens the final symbol at `at` (len, id, prev: the symbol list) adds: 1 if it is a piece; else
+// one per byte (byte fallback), or 1 unknown token, which swallows the unknown symbols right after
+// it (SentencePiece merges unknown runs).
+__device__ __forceinline__ int tokens_at(const Model& m, const int* len, const int* prev, const int* id, int at) {
+    if (piece_of(m, id[at]) >= 0) return 1;
+    if (m.byte_ids[0] >= 0) return len[at];
+    return prev[at] >= 0 && piece_of(m, id[prev[at]]) < 0 ? 0 : 1;
 }
 
 // Every kernel takes the model as the same run of arguments (a launch passes pointers and scalars,
@@ -155,8 +153,7 @@ bpe_merge(const u8* __restrict__ data, const i64* __restrict__ token_starts, con
         offer_pair(m, len, id, left, next[left], heap);
     }
     i64 tokens = 0;
-    bool prev_unk = false;
-    for (int p = 0; p < n; p = next[p] >= 0 ? next[p] : n) tokens += symbol_tokens(m, id[p], len[p], &prev_unk);
+    for (int p = 0; p < n; p = next[p] >= 0 ? next[p] : n) tokens += tokens_at(m, len, prev, id, p);
     counts[t] = tokens;
 }
 
@@ -375,15 +372,6 @@ __device__ int long_merge(int m, int cur, const LongScratch& s, i64* scan_scratc
     return (int)total;
 }
 
-// Tokens the final symbol at `at` adds (see symbol_tokens), its unknown predecessor read through prev.
-__device__ __forceinline__ int long_symbol_tokens(const Model& model, const int* len, const int* prev, const int* id,
-                                                  int at) {
-    if (piece_of(model, id[at]) >= 0) return 1;
-    if (model.byte_ids[0] >= 0) return len[at];
-    const int before = prev[at];
-    return before >= 0 && piece_of(model, id[before]) < 0 ? 0 : 1;
-}
-
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 bpe_merge_long(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
                const i64* __restrict__ long_tokens, const i64* __restrict__ work_at, i64 work_size, int* work,
@@ -434,7 +422,7 @@ bpe_merge_long(const u8* __restrict__ data, const i64* __restrict__ token_starts
     }
     __syncthreads();
     i64 tokens = 0;
-    for (int k = threadIdx.x; k < m; k += GT_BLOCK) tokens += long_symbol_tokens(model, len, prev, id, s.start[cur][k]);
+    for (int k = threadIdx.x; k < m; k += GT_BLOCK) tokens += tokens_at(model, len, prev, id, s.start[cur][k]);
     tokens = block_sum(tokens, scan_scratch);
     if (threadIdx.x == 0) counts[t] = tokens;
 }
@@ -458,7 +446,7 @@ bpe_emit_long(const u8* __restrict__ data, const i64* __restrict__ token_starts,
     thread_chunk(n, &lo, &hi);
     i64 count = 0;
     for (i64 i = lo; i < hi; ++i)
-        if (len[i] > 0) count += long_symbol_tokens(model, len, prev, id, (int)i);
+        if (len[i] > 0) count += tokens_at(model, len, prev, id, (int)i);
     i64 out = out_offsets[t] + block_exclusive_scan(count, scan_scratch, &total);
     for (i64 i = lo; i < hi; ++i) {
         if (len[i] == 0) continue;
