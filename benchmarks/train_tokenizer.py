@@ -22,7 +22,7 @@ from benchmarks.corpora import load_lines
 from benchmarks.harness import Config, Measurement
 from gpu_text import TextBatch
 from gpu_text.ragged import row_ids
-from gpu_text.tokenizer.trainer import BPETrainer, TrainedModel
+from gpu_text.tokenizer.bpe_trainer import BPETrainer, TrainedModel
 
 PEER = "sentencepiece BPE trainer"
 

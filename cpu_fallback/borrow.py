@@ -12,8 +12,7 @@ import numpy as np  # noqa: F401 (the doctest uses it)
 from numba import carray, njit, types
 from numba.extending import intrinsic
 
-_JIT = dict(cache=True, nogil=True)
-
+from .jit import JIT
 
 @intrinsic
 def _data_pointer(typingctx, array):
@@ -25,7 +24,7 @@ def _data_pointer(typingctx, array):
     return signature, codegen
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def borrow(array):
     """A view of the C-contiguous ``array`` that is not reference-counted.
 

@@ -14,17 +14,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from cpu_fallback.borrow import borrow
-from cpu_fallback.chunks import chunk_bounds
-from gpu_text.tokenizer.merge_tables import char_id_at, lookup, pair_key
+from .borrow import borrow
+from .chunks import chunk_bounds
+from .jit import JIT
+from .merge_tables import char_id_at, lookup, pair_key
 
-_JIT = dict(cache=True, nogil=True)
 SHORT = 64  # parts of at most this many bytes are merged by scanning for the best pair (no heap)
 _BASIS, _PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)  # FNV-1a over packed characters
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _merged(merge_keys, merge_ids, left, right):
     """The piece symbols ``left`` and ``right`` join into, or -1."""
     if left < 0 or right < 0:
@@ -32,7 +32,7 @@ def _merged(merge_keys, merge_ids, left, right):
     return lookup(merge_keys, merge_ids, pair_key(left, right))
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _split_chars(data, begin, end, char_keys, char_ids, bmp_ids, sym_start, sym_id):
     """One symbol per character of data[begin:end); returns their number (sym_start[n] = end)."""
     n = 0
@@ -46,7 +46,7 @@ def _split_chars(data, begin, end, char_keys, char_ids, bmp_ids, sym_start, sym_
     return n
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _one_symbol(length, pid, begin, end, symbol, n_pieces):
     """data[begin:end) is one symbol, ``symbol`` (a piece id, or the id of a character that is none)."""
     length[begin] = end - begin
@@ -55,14 +55,14 @@ def _one_symbol(length, pid, begin, end, symbol, n_pieces):
     pid[begin] = symbol if symbol < n_pieces else -1
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _write(length, pid, n_pieces, sym_start, sym_id, n):
     """``length`` and ``pid`` (-1 for a character that is no piece) at each symbol start."""
     for k in range(n):
         _one_symbol(length, pid, sym_start[k], sym_start[k + 1], sym_id[k], n_pieces)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def merge_short(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid, sym_start,
                 sym_id, pair_id, pair_score):
     """Merge data[begin:end) by scanning every pair for the best at each step (few symbols: cheaper
@@ -92,24 +92,24 @@ def merge_short(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_ke
     _write(length, pid, scores.size, sym_start, sym_id, n)
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _before(sa, la, sb, lb):
     return sa > sb or (sa == sb and la < lb)
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _set(heap, hs, i, score, left, size, merged):
     """Heap rows are (left symbol index, bytes of the pair, merged id) in ``heap``, scores in ``hs``."""
     hs[i] = score
     heap[i, 0], heap[i, 1], heap[i, 2] = left, size, merged
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _move(heap, hs, to, source):
     _set(heap, hs, to, hs[source], heap[source, 0], heap[source, 1], heap[source, 2])
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _push(heap, hs, count, score, left, size, merged):
     i = count
     while i > 0:
@@ -122,7 +122,7 @@ def _push(heap, hs, count, score, left, size, merged):
     return count + 1
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _pop(heap, hs, count):
     left, size, merged = heap[0, 0], heap[0, 1], heap[0, 2]
     count -= 1
@@ -142,7 +142,7 @@ def _pop(heap, hs, count):
     return left, size, merged, count
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _offer(scores, merge_keys, merge_ids, sym_start, sym_id, nxt, n, left, heap, hs, count):
     """Push the pair (left, its next symbol) when there is one and they join into a piece."""
     if left < 0 or nxt[left] >= n:
@@ -154,7 +154,7 @@ def _offer(scores, merge_keys, merge_ids, sym_start, sym_id, nxt, n, left, heap,
     return _push(heap, hs, count, scores[merged], left, sym_start[nxt[right]] - sym_start[left], merged)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _merge_rounds(scores, merge_keys, merge_ids, sym_start, sym_id, n):
     """Merge the n symbols in rounds (the CUDA block's algorithm in ``cuda/bpe.cu``); returns how
     many are left. A round pops, left to right, the 1st, 3rd, 5th... pair of every chain of pairs
@@ -198,7 +198,7 @@ def _merge_rounds(scores, merge_keys, merge_ids, sym_start, sym_id, n):
     return n
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def merge_long(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid):
     """Merge data[begin:end): in rounds while they pop many pairs at once (``aaaa…``), then with a
     heap of candidate pairs; a popped pair is stale (skipped) when either side was merged away or
@@ -236,7 +236,7 @@ def merge_long(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_key
     _write(length, pid, scores.size, sym_start, sym_id, live)
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _same(data, a, b, n):
     for k in range(n):
         if data[a + k] != data[b + k]:
@@ -253,14 +253,14 @@ def memo_rows(n_bytes: int) -> int:
     return 1 << max(4, min(16, (2 * n_bytes - 1).bit_length()))
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def new_scratch(n):
     """Scratch arrays of :func:`merge_short` for ``n`` chunks (row k for chunk k)."""
     return (np.empty((n, SHORT + 1), np.int64), np.empty((n, SHORT + 1), np.int32), np.empty((n, SHORT + 1), np.int32),
             np.empty((n, SHORT + 1), np.float32))
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _byte_hash(data, begin, end):
     h = _BASIS
     for k in range(begin, end):
@@ -268,7 +268,7 @@ def _byte_hash(data, begin, end):
     return h
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _memo_find(memo, data, h, begin, n):
     """(slot, position of an earlier copy of data[begin:begin + n) or -1): the copy when the memo has
     one (same hash, length and bytes), else the free slot where this one would go."""
@@ -282,7 +282,7 @@ def _memo_find(memo, data, h, begin, n):
     return slot, -1
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _memo_put(memo, filled, slot, h, begin, n):
     """Remember data[begin:begin + n) at ``slot`` (parts of 2**16 bytes or more are not remembered,
     nor anything once the table is half full); returns the new number of filled rows."""
@@ -292,7 +292,7 @@ def _memo_put(memo, filled, slot, h, begin, n):
     return filled
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, join_keys, join_values,
                      bmp_ids, length, pid, memo, filled, sym_start, sym_id, pair_id, pair_score):
     """Merge the pre-token data[begin:end); returns (memo rows filled, where its symbols are).
@@ -362,7 +362,7 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
     return filled, begin
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _merge_part(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid, sym_start,
                 sym_id, pair_id, pair_score):
     if end - begin <= SHORT:
@@ -372,7 +372,7 @@ def _merge_part(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_ke
         merge_long(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid)
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _outputs(length, pid, byte_fallback, begin, end):
     """How many ids pre-token data[begin:end) gives (byte fallback, or runs of unknown symbols as one)."""
     tokens = 0
@@ -391,7 +391,7 @@ def _outputs(length, pid, byte_fallback, begin, end):
     return tokens
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _encode_chunks(data, token_starts, token_ends, chunk_bounds, scores, char_keys, char_ids, merge_keys, merge_ids,
                    join_keys, join_values, bmp_ids, byte_ids, length, pid, memo_size):
     counts, sources = np.empty(token_starts.size, np.int64), np.empty(token_starts.size, np.int64)
@@ -418,7 +418,7 @@ def _encode_chunks(data, token_starts, token_ends, chunk_bounds, scores, char_ke
     return counts, sources
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def emit_pre_token(data, begin, end, source, byte_ids, unk_id, length, pid, ids, starts, ends, out,
                    spans):
     """Write the ids of pre-token data[begin:end), whose symbols are at ``source``, and (``spans``)
@@ -449,7 +449,7 @@ def emit_pre_token(data, begin, end, source, byte_ids, unk_id, length, pid, ids,
     return out
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _emit_all(data, token_starts, token_ends, sources, byte_ids, unk_id, length, pid, offsets, ids, starts, ends):
     for t in prange(token_starts.size):
         emit_pre_token(data, token_starts[t], token_ends[t], sources[t], byte_ids, unk_id, length, pid, ids, starts,

@@ -13,10 +13,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-_JIT = dict(cache=True, nogil=True)
+from .jit import JIT
 
-
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _same_bigrams(b_offsets, b_ids, t, u):
     """Whether tokens t and u have the same bigram observation list."""
     if u < 0 or b_offsets[t + 1] - b_offsets[t] != b_offsets[u + 1] - b_offsets[u]:
@@ -27,14 +26,14 @@ def _same_bigrams(b_offsets, b_ids, t, u):
     return True
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _transition_factors(exp_bigram, b_offsets, b_ids, t, out):
     out[:, :] = 1.0
     for k in range(b_offsets[t], b_offsets[t + 1]):
         out *= exp_bigram[b_ids[k]]
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _forward_backward(unigram, bigram, exp_bigram, seq_offsets, u_offsets, u_ids, b_offsets, b_ids, labels,
                       alpha, omega, marginals, log_z, gold):
     n_labels = unigram.shape[1]
@@ -112,7 +111,7 @@ def forward_backward(unigram: np.ndarray, bigram: np.ndarray, seq_offsets: np.nd
     return alpha, omega, marginals, log_z, gold
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _reduce_chunks(partial, feature_chunks, out):
     for f in prange(feature_chunks.size - 1):
         for c in range(feature_chunks[f], feature_chunks[f + 1]):
@@ -120,7 +119,7 @@ def _reduce_chunks(partial, feature_chunks, out):
                 out[f, k] += partial[c, k]
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _unigram_partials(marginals, labels, occ_tokens, chunk_offsets, partial):
     for c in prange(chunk_offsets.size - 1):
         for o in range(chunk_offsets[c], chunk_offsets[c + 1]):
@@ -142,7 +141,7 @@ def unigram_gradient(marginals: np.ndarray, labels: np.ndarray, occ_tokens: np.n
     return out
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _bigram_partials(exp_bigram, alpha, omega, labels, b_offsets, b_ids, occ_tokens, chunk_offsets, partial):
     n_labels = alpha.shape[1]
     for c in prange(chunk_offsets.size - 1):
@@ -168,7 +167,7 @@ def bigram_gradient(bigram: np.ndarray, alpha: np.ndarray, omega: np.ndarray, la
     return out.reshape(-1, n_labels, n_labels)
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _viterbi(unigram, bigram, seq_offsets, u_offsets, u_ids, b_offsets, b_ids, out, scores):
     n_labels = unigram.shape[1]
     for s in prange(seq_offsets.size - 1):

@@ -5,20 +5,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from cpu_fallback.utf8 import CLASS_ALPHA, CLASS_HAN, CLASS_OTHER, CLASS_SPACE, class_of, sequence_at, starts_char
+from .jit import JIT
+from .utf8 import CLASS_ALPHA, CLASS_HAN, CLASS_OTHER, CLASS_SPACE, class_of, sequence_at, starts_char
 
-_JIT = dict(cache=True, nogil=True)
 APOSTROPHE = 0x27
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _char_at(data, i, end):
     """(codepoint, byte length) of the character at i under the one-byte U+FFFD rule."""
     n, cp = sequence_at(data, i, end)
     return cp, max(n, 1)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _tokens_of_string(data, begin, end, starts, ends, is_han, out):
     """Counts the tokens of data[begin:end] and, when ``starts`` is not empty, writes them from
     index ``out``."""
@@ -62,7 +62,7 @@ def _tokens_of_string(data, begin, end, starts, ends, is_han, out):
     return count
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _count_tokens(data, offsets):
     counts = np.zeros(offsets.size - 1, np.int64)
     empty_i = np.zeros(0, np.int64)
@@ -72,7 +72,7 @@ def _count_tokens(data, offsets):
     return counts
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _fill_tokens(data, offsets, token_offsets, starts, ends, is_han):
     for s in prange(offsets.size - 1):
         _tokens_of_string(data, offsets[s], offsets[s + 1], starts, ends, is_han, token_offsets[s])
@@ -92,13 +92,13 @@ def presplit(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndar
     return starts, ends, is_han, token_offsets
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _score_at(route, local, split, begin, q):
     """Best score from q: the re-solved row up to `split`, the original route after it."""
     return local[q - begin] if q <= split else route[q - begin]
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def best_edge(char_end, begin, edge_ends, edge_values, first, last, weights, unknown_weight, jieba_mode,
               skip_end, route, local, split):
     """(score, end, value) of the best edge out of the character start whose character ends at
@@ -130,7 +130,7 @@ def best_edge(char_end, begin, edge_ends, edge_values, first, last, weights, unk
     return best, best_end, best_value
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _first_edge_at(edge_starts, p, e_lo, e):
     first = e + 1
     while first - 1 >= e_lo and edge_starts[first - 1] == p:
@@ -138,7 +138,7 @@ def _first_edge_at(edge_starts, p, e_lo, e):
     return first
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def solve_span(data, begin, end, edge_starts, edge_ends, edge_values, e_lo, e_hi, weights, unknown_weight,
                tail_score, jieba_mode, score, nxt, value):
     """Backward Viterbi over span [begin, end) into the scratch rows; returns the word count."""
@@ -172,7 +172,7 @@ def solve_span(data, begin, end, edge_starts, edge_ends, edge_values, e_lo, e_hi
     return words
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _route(data, span_starts, span_ends, edge_starts, edge_ends, edge_values, span_edge_offsets, weights,
            unknown_weight, tail_score, jieba_mode, scratch_offsets, scores, nxt, values):
     counts = np.zeros(span_starts.size, np.int64)
@@ -184,7 +184,7 @@ def _route(data, span_starts, span_ends, edge_starts, edge_ends, edge_values, sp
     return counts
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _emit(span_starts, span_ends, scratch_offsets, nxt, values, word_offsets, word_ends, word_values):
     for s in prange(span_starts.size):
         begin, row, out = span_starts[s], scratch_offsets[s], word_offsets[s]
@@ -214,7 +214,7 @@ def viterbi_segment(data, span_starts, span_ends, edge_starts, edge_ends, edge_v
     return word_ends, word_values, word_offsets
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _losses(data, span_starts, span_ends, edge_starts, edge_ends, edge_values, span_edge_offsets, weights,
             unknown_weight, jieba_mode, scratch_offsets, scores, job_spans, job_starts, job_ends, job_scratch_offsets,
             job_scratch):
@@ -262,7 +262,7 @@ def viterbi_loss(data, span_starts, span_ends, edge_starts, edge_ends, edge_valu
                    job_scratch_offsets, job_scratch)
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def forward_longest_match(data, span_starts, span_ends, edge_starts, edge_ends, edge_values, span_edge_offsets):
     """Forward longest match over every span (DictCut's cold start): the dictionary value of each
     word taken, -1 for a character no dictionary word starts with. Returns (values, span offsets)."""
@@ -280,7 +280,7 @@ def forward_longest_match(data, span_starts, span_ends, edge_starts, edge_ends, 
     return values, offsets
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _longest_match_span(data, begin, end, edge_starts, edge_ends, edge_values, e_lo, e_hi, out, at):
     words = 0
     p = begin

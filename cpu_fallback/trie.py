@@ -1,6 +1,6 @@
 """Numba twins of ``cuda/trie.cu``: batched double-array trie queries, parallel over spans/strings.
 
-Every query walks the trie with :func:`gpu_text.trie.double_array.walk_prefixes`; character starts
+Every query walks the trie with :func:`cpu_fallback.double_array.walk_prefixes`; character starts
 come from walking each span forward with the UTF-8 rule of :mod:`cpu_fallback.utf8` (the same
 starts the CUDA kernels find byte by byte with ``utf8_starts_char``).
 """
@@ -9,13 +9,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from cpu_fallback.utf8 import sequence_at
-from gpu_text.trie.double_array import walk_prefixes
+from .double_array import walk_prefixes
+from .jit import JIT
+from .utf8 import sequence_at
 
-_JIT = dict(cache=True, nogil=True)
-
-
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _span_matches(state, check, label, eow, data, span_starts, span_ends, span_offsets, starts, ends, values, write):
     """Matches per span; stores them from ``span_offsets[s]`` on when ``write``."""
     counts = np.zeros(span_starts.size, np.int64)
@@ -49,7 +47,7 @@ def trie_prefix_search(state: np.ndarray, check: np.ndarray, label: np.ndarray, 
     return starts, ends, values, span_offsets
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def trie_lookup(state, check, label, eow, data, offsets):
     """The value (int32) of every string of a ragged batch, -1 when it is not a word."""
     n = offsets.size - 1
@@ -62,7 +60,7 @@ def trie_lookup(state, check, label, eow, data, offsets):
     return values
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def trie_longest_prefix(state, check, label, eow, data, offsets):
     """Per string, the byte length (int64) and value (int32) of its longest prefix word (0, -1 if none)."""
     n = offsets.size - 1

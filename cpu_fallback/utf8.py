@@ -9,14 +9,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .jit import JIT
+
 REPLACEMENT = 0xFFFD
-_JIT = dict(cache=True, nogil=True)
 
 # Character classes; keep in sync with GT_CLASS_* in cuda/utf8.cuh and gpu_text.utf8.CharClass.
 CLASS_OTHER, CLASS_SPACE, CLASS_DIGIT, CLASS_ALPHA, CLASS_HAN = 0, 1, 2, 3, 4
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def sequence_at(data, i, end):
     """(length, codepoint) of the well-formed sequence at data[i], or (0, U+FFFD)."""
     b0 = np.uint32(data[i])
@@ -59,7 +60,7 @@ def sequence_at(data, i, end):
     return n, np.uint32((lead << (6 * (n - 1))) | value)
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def starts_char(data, i, begin, end):
     """Does byte i of the string [begin, end) start a character? (utf8_starts_char in utf8.cuh)"""
     if (data[i] & 0xC0) != 0x80:
@@ -72,7 +73,7 @@ def starts_char(data, i, begin, end):
     return True
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def utf8_string_stats(data, offsets):
     """Per string: number of characters and of malformed sequences."""
     n_strings = offsets.size - 1
@@ -97,7 +98,7 @@ def utf8_string_stats(data, offsets):
     return chars, errors
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _decode_into(data, offsets, row_offsets, codepoints, positions):
     for s in prange(offsets.size - 1):
         begin, end = offsets[s], offsets[s + 1]
@@ -129,7 +130,7 @@ def utf8_decode(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.n
     return codepoints, positions, row_offsets
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def encoded_length(cp):
     if cp < 0x80:
         return 1
@@ -140,7 +141,7 @@ def encoded_length(cp):
     return 4
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _encoded_row_lengths(codepoints, offsets):
     n_rows = offsets.size - 1
     lengths = np.zeros(n_rows, np.int64)
@@ -152,7 +153,7 @@ def _encoded_row_lengths(codepoints, offsets):
     return lengths
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _encode_into(codepoints, offsets, row_offsets, out):
     for r in prange(offsets.size - 1):
         j = row_offsets[r]
@@ -190,7 +191,7 @@ def utf8_encode(codepoints: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray
     return out, row_offsets
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def class_of(c):
     if (0x3400 <= c <= 0x4DBF) or (0x4E00 <= c <= 0x9FFF) or (0xF900 <= c <= 0xFAFF) or (0x20000 <= c <= 0x323AF):
         return CLASS_HAN
@@ -211,7 +212,7 @@ def class_of(c):
     return CLASS_OTHER
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def char_classify(codepoints):
     """The character class of every codepoint (uint8)."""
     out = np.empty(codepoints.size, np.uint8)

@@ -5,7 +5,10 @@ A backend is ``"cuda"`` (CuPy + kernels compiled from ``cuda/*.cu`` with NVRTC) 
 present, else CPU. The default comes from the ``GPU_TEXT_BACKEND`` environment variable.
 
 Public operations call :func:`get_backend` once and then ``backend.op(family, name)``; they never
-branch on the backend themselves. Both kinds of op take and return arrays of ``backend.xp``.
+branch on the backend's name. Both kinds of op take and return arrays of ``backend.xp``. An
+operation that only one backend has (the CPU's fused row encoder, the trainers' Numba helpers) is
+asked for with :meth:`Backend.has_op`, or taken from ``get_backend("cpu")`` explicitly. This is
+the only module that imports ``cpu_fallback`` or ``gpu_text.cuda_ops`` (by name, at run time).
 """
 from __future__ import annotations
 
@@ -14,7 +17,13 @@ import importlib
 import os
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+from gpu_text.arrays import to_host
+from gpu_text.kernel_sources import cpu_twin_package
+
+if TYPE_CHECKING:
+    from gpu_text.cuda_ops import KernelRuntime
 
 BACKEND_NAMES = ("auto", "cuda", "cpu")
 ENV_VAR = "GPU_TEXT_BACKEND"
@@ -22,14 +31,6 @@ ENV_VAR = "GPU_TEXT_BACKEND"
 
 class BackendUnavailable(RuntimeError):
     """Raised when the CUDA backend is requested but cannot run here; the message says why."""
-
-
-class KernelRuntime(Protocol):
-    """What a CUDA launch wrapper needs: an array module and compiled kernels by name."""
-
-    xp: ModuleType
-
-    def function(self, family: str, name: str) -> Callable[..., None]: ...
 
 
 class Backend:
@@ -51,13 +52,36 @@ class Backend:
     def op(self, family: str, name: str) -> Callable[..., Any]:
         """The kernel twin ``name`` of ``family`` with the CUDA runtime bound, if any.
 
-        >>> get_backend("cpu").op("utf8", "utf8_string_stats").__module__
-        'cpu_fallback.utf8'
+        >>> get_backend("cpu").op("utf8", "utf8_string_stats").__module__.rsplit(".", 1)[-1]
+        'utf8'
         """
         if self.runtime is None:
-            return getattr(importlib.import_module(f"cpu_fallback.{family}"), name)
-        launcher = getattr(importlib.import_module(f"gpu_text.cuda_ops.{family}"), name)
-        return functools.partial(launcher, self.runtime)
+            return getattr(self._module(family), name)
+        return functools.partial(getattr(self._module(family), name), self.runtime)
+
+    def ops(self, family: str) -> "OpSet":
+        """Every op of ``family`` as attributes (for code that calls many of one family's ops).
+
+        >>> get_backend("cpu").ops("utf8").utf8_decode.__name__
+        'utf8_decode'
+        """
+        return OpSet(self, family)
+
+    def has_op(self, family: str, name: str) -> bool:
+        """Whether this backend has the twin ``name`` of ``family`` (some ops exist on one side only).
+
+        >>> get_backend("cpu").has_op("tokenizer", "encode_text"), get_backend("cpu").has_op("utf8", "nope")
+        (True, False)
+        """
+        try:
+            module = self._module(family)
+        except ModuleNotFoundError:
+            return False
+        return callable(getattr(module, name, None))
+
+    def _module(self, family: str) -> ModuleType:
+        package = cpu_twin_package() if self.runtime is None else "gpu_text.cuda_ops"
+        return importlib.import_module(f"{package}.{family}")
 
     def asarray(self, array: Any) -> Any:
         """``array`` on this backend's device (no copy when it is already there).
@@ -65,9 +89,23 @@ class Backend:
         >>> get_backend("cpu").asarray([1, 2]).tolist()
         [1, 2]
         """
-        if self.xp.__name__ == "numpy" and hasattr(array, "get"):
-            return array.get()
+        if self.xp.__name__ == "numpy":
+            return to_host(array)
         return self.xp.asarray(array)
+
+
+class OpSet:
+    """The ops of one kernel family of one backend, looked up on first use (see :meth:`Backend.ops`)."""
+
+    def __init__(self, backend: Backend, family: str) -> None:
+        self._backend, self._family = backend, family
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        value = self._backend.op(self._family, name)
+        setattr(self, name, value)
+        return value
 
 
 def is_device_out_of_memory(error: BaseException) -> bool:

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from gpu_text.ragged import RaggedArray, _to_numpy, _xp
+from gpu_text.arrays import array_module, to_host
+from gpu_text.ragged import RaggedArray
 
 
 class TextBatch(RaggedArray):
@@ -45,7 +46,7 @@ class TextBatch(RaggedArray):
         return f"TextBatch(strings={len(self)}, bytes={self.nbytes})"
 
     def __getitem__(self, i: int) -> bytes:
-        return _to_numpy(self.row(i)).tobytes()
+        return to_host(self.row(i)).tobytes()
 
     @classmethod
     def from_strings(cls, items: Iterable[str | bytes]) -> "TextBatch":
@@ -73,7 +74,7 @@ class TextBatch(RaggedArray):
         >>> TextBatch.from_buffers(np.frombuffer(b"xxabc", np.uint8), [2, 4, 5]).to_bytes_list()
         [b'ab', b'c']
         """
-        xp = _xp(data)
+        xp = array_module(data)
         offsets = xp.asarray(offsets, dtype=xp.int64)
         data = xp.asarray(data)
         if data.dtype != np.uint8:
@@ -124,8 +125,8 @@ class TextBatch(RaggedArray):
         >>> TextBatch.from_strings(["a", ""]).to_bytes_list()
         [b'a', b'']
         """
-        raw = _to_numpy(self.values).tobytes()
-        bounds = _to_numpy(self.offsets).tolist()
+        raw = to_host(self.values).tobytes()
+        bounds = to_host(self.offsets).tolist()
         return [raw[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
     def to_pylist(self, errors: str = "replace") -> list[str]:  # type: ignore[override]
@@ -147,19 +148,28 @@ class TextBatch(RaggedArray):
         """
         import pyarrow as pa
 
-        from gpu_text import utf8
-
         host = self.to_numpy()
-        if not binary:
-            bad = np.flatnonzero(~utf8.validate(host, backend="cpu"))
-            if bad.size:
-                raise ValueError(f"string {int(bad[0])} is not valid UTF-8 ({bad.size} such); use binary=True")
         if large is None:
             large = host.nbytes > np.iinfo(np.int32).max
         offsets = host.offsets if large else host.offsets.astype(np.int32)
         kind = {(True, False): pa.large_string(), (True, True): pa.large_binary(),
                 (False, False): pa.string(), (False, True): pa.binary()}[(bool(large), bool(binary))]
-        return pa.Array.from_buffers(kind, len(host), [None, pa.py_buffer(offsets), pa.py_buffer(host.values)])
+        array = pa.Array.from_buffers(kind, len(host), [None, pa.py_buffer(offsets), pa.py_buffer(host.values)])
+        if not binary:
+            try:
+                array.validate(full=True)
+            except pa.ArrowInvalid:
+                raise ValueError(f"string {host._first_invalid_utf8()} is not valid UTF-8; use binary=True") from None
+        return array
+
+    def _first_invalid_utf8(self) -> int:
+        """Index of the first row that is not valid UTF-8 (the error path of :meth:`to_arrow`)."""
+        for i in range(len(self)):
+            try:
+                self[i].decode("utf-8")
+            except UnicodeDecodeError:
+                return i
+        return -1
 
     def to_numpy(self) -> "TextBatch":
         """This batch on the host.
@@ -167,7 +177,7 @@ class TextBatch(RaggedArray):
         >>> TextBatch.from_strings(["a"]).to_numpy().nbytes
         1
         """
-        return TextBatch(_to_numpy(self.values), _to_numpy(self.offsets), check=False)
+        return TextBatch(to_host(self.values), to_host(self.offsets), check=False)
 
     def to_device(self, xp: Any) -> "TextBatch":
         """This batch on ``xp``'s device (``numpy`` or ``cupy``); no copy when already there.

@@ -9,12 +9,9 @@ import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpu_text.kernel_sources import kernel_source_dir, kernel_source_path
-
-if TYPE_CHECKING:
-    from gpu_text.backend import get_backend  # noqa: F401  (used in the docstring example)
 
 # C++17 is what NVRTC 12 and 13 both accept; the include path lets kernels share `common.cuh`.
 NVRTC_STANDARD = "-std=c++17"
@@ -53,6 +50,7 @@ class CupyRuntime:
 
     Made by :func:`gpu_text.get_backend` for ``"cuda"``; launch wrappers call :meth:`function`:
 
+    >>> from gpu_text.backend import get_backend
     >>> get_backend("cuda").runtime.function("utf8", "utf8_decode")  # doctest: +SKIP
     <cupy._core.raw.RawKernel object at ...>
     """

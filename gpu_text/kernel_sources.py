@@ -1,7 +1,9 @@
-"""Where the CUDA C sources are, in a source checkout and in an installed wheel.
+"""Where the kernel twins are, in a source checkout and in an installed wheel.
 
-In the repository the kernels live in the top-level ``cuda/`` folder; the wheel carries the same
-files as ``gpu_text/_cuda`` (see ``pyproject.toml``). Everything that compiles a kernel (the CuPy
+In the repository the CUDA kernels live in the top-level ``cuda/`` folder and the Numba twins in
+``cpu_fallback/``; the wheel carries them inside the package as ``gpu_text/_cuda`` and
+``gpu_text/_cpu_fallback`` (see ``pyproject.toml``), so it installs no top-level package but
+``gpu_text``. Everything that compiles a kernel (the CuPy
 loader, the NVRTC check, the CPU emulator in the tests) asks this module, so all three compile the
 same text.
 """
@@ -25,6 +27,16 @@ def kernel_source_dir() -> Path:
         f"gpu_text's CUDA sources are missing: looked in {_PACKAGE_DIR / '_cuda'} and "
         f"{_PACKAGE_DIR.parent / 'cuda'}; reinstall the package"
     )
+
+
+def cpu_twin_package() -> str:
+    """The import name of the Numba twins: ``gpu_text._cpu_fallback`` when installed from a wheel,
+    ``cpu_fallback`` in a source checkout. Only the backend imports it.
+
+    >>> cpu_twin_package() in ("gpu_text._cpu_fallback", "cpu_fallback")
+    True
+    """
+    return "gpu_text._cpu_fallback" if (_PACKAGE_DIR / "_cpu_fallback" / "__init__.py").is_file() else "cpu_fallback"
 
 
 def kernel_source_path(family: str) -> Path:

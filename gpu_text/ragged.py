@@ -10,13 +10,7 @@ from typing import Any
 
 import numpy as np
 
-
-def _xp(array: Any):
-    return np if isinstance(array, np.ndarray) else __import__("cupy")
-
-
-def _to_numpy(array: Any) -> np.ndarray:
-    return array if isinstance(array, np.ndarray) else array.get()
+from gpu_text.arrays import array_module, to_host
 
 
 def row_ids(offsets: Any) -> Any:
@@ -27,7 +21,7 @@ def row_ids(offsets: Any) -> Any:
     >>> row_ids(np.array([0, 2, 2, 3])).tolist()
     [0, 0, 2]
     """
-    xp = _xp(offsets)
+    xp = array_module(offsets)
     return xp.searchsorted(offsets[1:], xp.arange(int(offsets[0]), int(offsets[-1]), dtype=offsets.dtype), side="right")
 
 
@@ -40,7 +34,7 @@ class RaggedArray:
     """
 
     def __init__(self, values: Any, offsets: Any, *, check: bool = True) -> None:
-        xp = _xp(values)
+        xp = array_module(values)
         offsets = xp.asarray(offsets, dtype=xp.int64)
         if check:
             if values.ndim != 1 or offsets.ndim != 1 or offsets.size == 0:
@@ -84,7 +78,7 @@ class RaggedArray:
         >>> RaggedArray.concat([a, b]).to_pylist()
         [[0, 1], [], [0]]
         """
-        xp = _xp(parts[0].values)
+        xp = array_module(parts[0].values)
         starts = np.cumsum([0] + [p.values.size for p in parts[:-1]]).tolist()
         offsets = [parts[0].offsets[:1]] + [p.offsets[1:] + start for p, start in zip(parts, starts)]
         return cls(xp.concatenate([p.values for p in parts]), xp.concatenate(offsets), check=False)
@@ -106,7 +100,7 @@ class RaggedArray:
         >>> RaggedArray(np.arange(2), np.array([0, 2])).to_numpy().values.tolist()
         [0, 1]
         """
-        return RaggedArray(_to_numpy(self.values), _to_numpy(self.offsets), check=False)
+        return RaggedArray(to_host(self.values), to_host(self.offsets), check=False)
 
     def to_pylist(self) -> list[list[Any]]:
         """Rows as Python lists (a conversion for inspection, not for hot paths).
@@ -114,8 +108,8 @@ class RaggedArray:
         >>> RaggedArray(np.array([5, 6]), np.array([0, 0, 2])).to_pylist()
         [[], [5, 6]]
         """
-        values = _to_numpy(self.values).tolist()
-        bounds = _to_numpy(self.offsets).tolist()
+        values = to_host(self.values).tolist()
+        bounds = to_host(self.offsets).tolist()
         return [values[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
     def to_padded(self, pad_value: Any = 0, max_length: int | None = None,
@@ -131,7 +125,7 @@ class RaggedArray:
         >>> RaggedArray(np.array([1, 2, 3]), np.array([0, 2, 3])).to_padded(max_length=1, return_mask=True)[1].tolist()
         [[True], [True]]
         """
-        xp = _xp(self.values)
+        xp = array_module(self.values)
         lengths = self.lengths
         if max_length is not None:
             if max_length < 0:
@@ -160,8 +154,8 @@ class RaggedArray:
         """
         import pyarrow as pa
 
-        values = pa.array(_to_numpy(self.values))
-        offsets = _to_numpy(self.offsets)
+        values = pa.array(to_host(self.values))
+        offsets = to_host(self.offsets)
         if large is None:
             large = int(offsets[-1]) > np.iinfo(np.int32).max
         if large:

@@ -1,4 +1,4 @@
-"""Differential tests of cuda/normalize.cu: emulated CUDA (and the GPU when present) == Numba == reference."""
+"""Differential tests of cuda/normalizer.cu: emulated CUDA (and the GPU when present) == Numba == reference."""
 from __future__ import annotations
 
 import functools
@@ -6,10 +6,10 @@ import functools
 import numpy as np
 import pytest
 
-from cpu_fallback import normalize as numba_twins
+from cpu_fallback import normalizer as numba_twins
 from gpu_text.batch import TextBatch
 from gpu_text.tokenizer.normalizer import Normalizer
-from tests.reference import normalize as reference
+from tests.reference import normalizer as reference
 from tests.test_normalizer import ADVERSARIAL, INVALID
 from tests.utf8_inputs import random_strings
 

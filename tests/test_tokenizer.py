@@ -66,7 +66,7 @@ def _staged_and_by_rows(tok, texts):
 
 
 def test_row_by_row_encoder_equals_the_stages():
-    """The CPU encodes a row at a time (cpu_fallback/encode.py); the GPU runs each stage over the
+    """The CPU encodes a row at a time (cpu_fallback/tokenizer.py); the GPU runs each stage over the
     whole batch. Same ids and original spans, for every pre-tokenizer split, normalization rule and
     byte fallback, on text that repeats (the CPU's memo), adversarial Unicode and malformed bytes."""
     import numpy as np

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from gpu_text.arrays import array_module, to_host
 from gpu_text.crf.patterns import Pattern, Vocabulary, combine_keys, extract_parts, flatten, namespace_ids
 from gpu_text.ragged import row_ids
 
@@ -87,7 +88,7 @@ def occurrences(ids: Any, offsets: Any, n_features: int, chunk: int = CHUNK) -> 
     >>> occ.tolist(), chunks.tolist(), per_feature.tolist()
     ([0, 0, 1, 2], [0, 1, 3, 4], [0, 1, 3, 3])
     """
-    xp = np if isinstance(ids, np.ndarray) else __import__("cupy")
+    xp = array_module(ids)
     tokens = row_ids(offsets)
     order = xp.argsort(ids, kind="stable")
     occ = tokens[order]

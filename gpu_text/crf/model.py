@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from gpu_text.arrays import to_host
 from gpu_text.backend import Backend, get_backend
-from gpu_text.crf import vectors
 from gpu_text.crf.data import bmes_to_words
 from gpu_text.crf.features import Encoded, FeatureSpace, occurrences
-from gpu_text.crf.optimize import Step, minimize, sgd_l1
+from gpu_text.crf.optimize import Step, minimize, vector_op, sgd_l1
 from gpu_text.crf.patterns import parse_patterns
 
 # Wapic's Chinese word segmentation template (the seed's 10 unigram patterns and the transitions).
@@ -64,8 +64,6 @@ def _unescape(text: str) -> str:
     return "".join(out)
 
 
-def _host(array: Any) -> np.ndarray:
-    return array.get() if hasattr(array, "get") else np.asarray(array)
 
 
 class CRF:
@@ -204,8 +202,8 @@ class CRF:
                                                       b_occ, b_chunks, b_features)
         gradient = xp.concatenate([grad_u.ravel(), grad_b.ravel()])
         if xp is np:  # in place, one pass: the vectors hold millions of weights
-            vectors.combine(gradient, 1.0, gradient, share * self.rho2, x)
-            norm2 = vectors.dot(x, x)
+            vector_op("combine")(gradient, 1.0, gradient, share * self.rho2, x)
+            norm2 = vector_op("dot")(x, x)
         else:
             gradient += (share * self.rho2) * x
             norm2 = float(xp.dot(x, x))
@@ -230,7 +228,7 @@ class CRF:
                       learning_rate=self.learning_rate, seed=self.seed, callback=progress)
 
     def _set_weights(self, x: Any) -> None:
-        unigram, bigram = self._split(_host(x))
+        unigram, bigram = self._split(to_host(x))
         self.unigram_weights_, self.bigram_weights_ = np.ascontiguousarray(unigram), np.ascontiguousarray(bigram)
 
     def _weights(self, backend: Backend) -> tuple[Any, Any]:
@@ -258,7 +256,7 @@ class CRF:
         labels, _ = self._op(backend, "viterbi")(*self._weights(backend), data.seq_offsets, data.u_offsets,
                                                  data.u_ids, data.b_offsets, data.b_ids)
         names = np.array(self.labels_, dtype=object)
-        return [list(row) for row in self._split_rows(names[_host(labels)], X)]
+        return [list(row) for row in self._split_rows(names[to_host(labels)], X)]
 
     def predict_marginals(self, X: Sequence[Sequence]) -> list[list[dict[str, float]]]:
         """p(y_t = label | x) for every token, as ``{label: probability}`` dicts (see the class example)."""
@@ -267,7 +265,7 @@ class CRF:
         _, _, marginals, _, _ = self._op(backend, "forward_backward")(
             *self._weights(backend), data.seq_offsets, data.u_offsets, data.u_ids, data.b_offsets, data.b_ids,
             backend.xp.zeros(0, backend.xp.int32))
-        rows = _host(marginals).tolist()
+        rows = to_host(marginals).tolist()
         return [[dict(zip(self.labels_, p)) for p in row] for row in self._split_rows(np.array(rows, dtype=object)
                                                                                         if rows else np.zeros(0), X)]
 

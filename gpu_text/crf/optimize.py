@@ -12,17 +12,25 @@ from typing import Any
 
 import numpy as np
 
-from gpu_text.crf import vectors
+from gpu_text.arrays import array_module
+from gpu_text.backend import get_backend
 
 
-def _xp(x: Any):
-    return np if isinstance(x, np.ndarray) else __import__("cupy")
+def vector_op(name: str) -> Callable[..., Any]:
+    """A fused vector pass of the CPU layer (``cpu_fallback/vectors.py``) for host arrays; device
+    arrays use CuPy's expressions.
+
+    >>> float(vector_op("dot")(np.arange(3.0), np.ones(3)))
+    3.0
+    """
+    return get_backend("cpu").op("vectors", name)
+
 
 
 def _dot(a: Any, b: Any) -> float:
     if isinstance(a, np.ndarray):
-        return float(vectors.dot(a, b))
-    return float(_xp(a).dot(a, b))
+        return float(vector_op("dot")(a, b))
+    return float(array_module(a).dot(a, b))
 
 
 def pseudo_gradient(x: Any, g: Any, rho1: float) -> Any:
@@ -32,7 +40,7 @@ def pseudo_gradient(x: Any, g: Any, rho1: float) -> Any:
     >>> pseudo_gradient(np.array([1.0, 0.0, 0.0, 0.0]), np.array([0.5, -2.0, 2.0, 0.5]), 1.0).tolist()
     [1.5, -1.0, 1.0, 0.0]
     """
-    xp = _xp(x)
+    xp = array_module(x)
     right, left = g + rho1, g - rho1
     at_zero = xp.where(right < 0, right, xp.where(left > 0, left, 0.0))
     return xp.where(x > 0, right, xp.where(x < 0, left, at_zero))
@@ -59,14 +67,14 @@ def _two_loop(g: Any, history: list[tuple[Any, Any, float]]) -> Any:
 def _step_from(x: Any, step: float, d: Any) -> Any:
     """``x + step * d`` (one pass, no temporary, on the CPU)."""
     if isinstance(x, np.ndarray):
-        return vectors.combine(np.empty_like(x), 1.0, x, step, d)
+        return vector_op("combine")(np.empty_like(x), 1.0, x, step, d)
     return x + step * d
 
 
 def _difference(a: Any, b: Any, out: Any = None) -> Any:
     """``a - b``, into ``out`` when given (CPU)."""
     if isinstance(a, np.ndarray):
-        return vectors.combine(np.empty_like(a) if out is None else out, 1.0, a, -1.0, b)
+        return vector_op("combine")(np.empty_like(a) if out is None else out, 1.0, a, -1.0, b)
     return a - b
 
 
@@ -77,18 +85,18 @@ def _two_loop_fused(g: np.ndarray, history: list[tuple[Any, Any, float]]) -> np.
     k = len(history)
     alphas = [0.0] * k
     s, y, rho = history[-1]
-    alphas[-1] = rho * vectors.dot(s, q)
+    alphas[-1] = rho * vector_op("dot")(s, q)
     for i in range(k - 2, -1, -1):  # q -= alpha[i + 1] y[i + 1], then s[i] · q
-        alphas[i] = history[i][2] * vectors.update_dot(q, 1.0, -alphas[i + 1], history[i + 1][1], history[i][0])
+        alphas[i] = history[i][2] * vector_op("update_dot")(q, 1.0, -alphas[i + 1], history[i + 1][1], history[i][0])
     s, y, _ = history[-1]
-    gamma = vectors.dot(s, y) / vectors.dot(y, y)
+    gamma = vector_op("dot")(s, y) / vector_op("dot")(y, y)
     # q = gamma (q - alpha[0] y[0]), then y[0] · q
-    yq = vectors.update_dot(q, gamma, -alphas[0], history[0][1], history[0][1])
+    yq = vector_op("update_dot")(q, gamma, -alphas[0], history[0][1], history[0][1])
     for i in range(k):  # q += (alpha[i] - rho[i] y[i] · q) s[i], then y[i + 1] · q
         s, _, rho = history[i]
         nxt = history[i + 1][1] if i + 1 < k else s
-        yq = vectors.update_dot(q, 1.0, alphas[i] - rho * yq, s, nxt)
-    return vectors.combine(q, -1.0, q, 0.0, q)
+        yq = vector_op("update_dot")(q, 1.0, alphas[i] - rho * yq, s, nxt)
+    return vector_op("combine")(q, -1.0, q, 0.0, q)
 
 
 @dataclass
@@ -118,7 +126,7 @@ def minimize(fun: Callable[[Any], tuple[float, Any]], x0: Any, *, rho1: float = 
     x = x0.copy()
     f, g = fun(x)
     evaluations = 1
-    l1 = lambda v: rho1 * float(_xp(v).abs(v).sum()) if rho1 > 0 else 0.0  # noqa: E731
+    l1 = lambda v: rho1 * float(array_module(v).abs(v).sum()) if rho1 > 0 else 0.0  # noqa: E731
     total = f + l1(x)
     pairs: list[tuple[Any, Any, float]] = []
     for iteration in range(1, max_iterations + 1):
@@ -128,17 +136,17 @@ def minimize(fun: Callable[[Any], tuple[float, Any]], x0: Any, *, rho1: float = 
             break
         d = _two_loop(pg, pairs)
         if rho1 > 0:
-            d = _xp(d).where(d * pg < 0, d, 0.0)  # keep the directions that descend the pseudo-gradient
+            d = array_module(d).where(d * pg < 0, d, 0.0)  # keep the directions that descend the pseudo-gradient
         if _dot(d, pg) >= 0:  # not a descent direction: restart from steepest descent
             pairs.clear()
             d = -pg
         step = 1.0 / math.sqrt(_dot(d, d)) if iteration == 1 else 1.0
         found = None
         if rho1 > 0:
-            orthant = _xp(x).where(x != 0, _xp(x).sign(x), _xp(x).sign(-pg))
+            orthant = array_module(x).where(x != 0, array_module(x).sign(x), array_module(x).sign(-pg))
             for _ in range(max_linesearch):
                 xn = x + step * d
-                xn = _xp(x).where(xn * orthant > 0, xn, 0.0)
+                xn = array_module(x).where(xn * orthant > 0, xn, 0.0)
                 fn, gn = fun(xn)
                 evaluations += 1
                 tn = fn + l1(xn)
@@ -188,7 +196,7 @@ def sgd_l1(batch_gradient: Callable[[int, Any], Any], n_batches: int, x0: Any, *
     >>> sgd_l1(lambda b, x: grads[b](x), 2, np.zeros(1), rho1=0.0, epochs=60, learning_rate=0.5, decay=1.0).round(3).tolist()
     [1.0]
     """
-    xp = _xp(x0)
+    xp = array_module(x0)
     x = x0.copy()
     applied = xp.zeros_like(x)  # q: the L1 penalty each weight has received so far
     budget = 0.0  # u: the L1 penalty every weight could have received

@@ -7,9 +7,19 @@ the CPU emulator in the tests, so the same launch code is exercised in both plac
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from types import ModuleType
+from typing import Any, Protocol
 
 import numpy as np
+
+
+class KernelRuntime(Protocol):
+    """What a launch wrapper needs: an array module and compiled kernels by name."""
+
+    xp: ModuleType
+
+    def function(self, family: str, name: str) -> Callable[..., None]: ...
+
 
 # Threads per block; must equal GT_BLOCK in cuda/common.cuh.
 BLOCK = 256

@@ -5,8 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu_text.backend import KernelRuntime
-from gpu_text.cuda_ops import BLOCK, blocks_for, i64, launch
+from gpu_text.cuda_ops import BLOCK, KernelRuntime, blocks_for, i64, launch
 
 # Pre-tokens longer than this many bytes are merged by a whole block each (bpe_merge_long) rather
 # than by one thread. Not tuned on a GPU yet; the tests lower it to run both paths on small inputs.

@@ -5,8 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu_text.backend import KernelRuntime
-from gpu_text.cuda_ops import BLOCK, blocks_for, i64, launch
+from gpu_text.cuda_ops import BLOCK, KernelRuntime, blocks_for, i64, launch
 
 WARPS = BLOCK // 32
 # Dynamic shared memory the per-warp transition matrices may take without an opt-in.

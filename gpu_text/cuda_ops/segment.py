@@ -5,11 +5,10 @@ from typing import Any
 
 import numpy as np
 
-from gpu_text.backend import KernelRuntime
-from gpu_text.cuda_ops import BLOCK, blocks_for, i64, launch
+from gpu_text.cuda_ops import BLOCK, KernelRuntime, blocks_for, i64, launch
 from gpu_text.cuda_ops.utf8 import char_classify, utf8_decode
 from gpu_text.ragged import row_ids
-from gpu_text.utf8 import CharClass
+from gpu_text.char_class import CharClass
 
 
 def presplit(rt: KernelRuntime, data: Any, offsets: Any) -> tuple[Any, Any, Any, Any]:

@@ -5,8 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu_text.backend import KernelRuntime
-from gpu_text.cuda_ops import BLOCK, blocks_for, i64, launch
+from gpu_text.cuda_ops import BLOCK, KernelRuntime, blocks_for, i64, launch
 
 
 def _trie_args(state: Any, check: Any, label: Any, eow: Any) -> tuple[Any, ...]:

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpu_text.backend import KernelRuntime
-from gpu_text.cuda_ops import BLOCK, blocks_for, i64, launch
+from gpu_text.cuda_ops import BLOCK, KernelRuntime, blocks_for, i64, launch
 
 # Bytes per block of the tiled kernels: GT_BLOCK * UTF8_ITEMS in cuda/utf8.cu.
 TILE_BYTES = BLOCK * 16

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gpu_text.arrays import to_host
 from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch
 from gpu_text.segment.dictionary import Dictionary
@@ -96,15 +97,13 @@ class DictionaryTrainer:
         tokens = 0
         for batch in self._batches(corpus, "cold start" if cold else "hard EM"):
             lattice = segmenter.lattice(batch.to_device(be.xp), be)
-            if cold:
-                from cpu_fallback.segment import forward_longest_match
-
-                host = [_host(a) for a in (lattice.data, lattice.span_starts, lattice.span_ends, lattice.edge_starts,
-                                           lattice.edge_ends, lattice.edge_values, lattice.edge_offsets)]
-                values, _ = forward_longest_match(*host)
+            if cold:  # longest match is a CPU-only op: the lattice comes to the host for it
+                host = [to_host(a) for a in (lattice.data, lattice.span_starts, lattice.span_ends, lattice.edge_starts,
+                                             lattice.edge_ends, lattice.edge_values, lattice.edge_offsets)]
+                values, _ = get_backend("cpu").op("segment", "forward_longest_match")(*host)
             else:
                 _, values, _ = be.op("segment", "viterbi_segment")(*lattice.viterbi_args(segmenter))
-                values = _host(values)
+                values = to_host(values)
             values = values[values >= 0]
             tokens += values.size
             counts += np.bincount(values, minlength=len(dictionary))
@@ -123,11 +122,11 @@ class DictionaryTrainer:
         for batch in self._batches(corpus, "pruning loss"):
             lattice = segmenter.lattice(batch.to_device(be.xp), be)
             args = lattice.viterbi_args(segmenter)
-            word_ends, values, offsets = (_host(a) for a in be.op("segment", "viterbi_segment")(*args))
+            word_ends, values, offsets = (to_host(a) for a in be.op("segment", "viterbi_segment")(*args))
             spans = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
             word_starts = np.empty_like(word_ends)
             word_starts[1:] = word_ends[:-1]
-            span_starts = _host(lattice.span_starts)
+            span_starts = to_host(lattice.span_starts)
             nonempty = np.flatnonzero(np.diff(offsets) > 0)
             word_starts[offsets[nonempty]] = span_starts[nonempty]
             known = values >= 0
@@ -138,7 +137,7 @@ class DictionaryTrainer:
                 xp = be.xp
                 losses = be.op("segment", "viterbi_loss")(
                     *args, xp.asarray(spans[jobs]), xp.asarray(word_starts[jobs]), xp.asarray(word_ends[jobs]))
-                np.add.at(loss, values[jobs], _host(losses))
+                np.add.at(loss, values[jobs], to_host(losses))
         # a single character's loss per occurrence: its weight as a known word minus the unknown one
         single = lengths == 1
         loss[single] = count[single] * (segmenter.weights_[single] - segmenter.unknown_weight_)
@@ -152,7 +151,3 @@ class DictionaryTrainer:
                             int(dictionary.freqs[kept].sum()))
         self.history_.append(TrainingRound("prune", len(result), int(count.sum())))
         return result
-
-
-def _host(array):
-    return array if isinstance(array, np.ndarray) else array.get()

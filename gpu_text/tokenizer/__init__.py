@@ -24,7 +24,7 @@ from gpu_text.tokenizer.sentencepiece_model import (
     parse_sentencepiece_model,
 )
 from gpu_text.tokenizer.tokenizer import Encoding, Tokenizer
-from gpu_text.tokenizer.trainer import BPETrainer, TrainedModel
+from gpu_text.tokenizer.bpe_trainer import BPETrainer, TrainedModel
 
 __all__ = [
     "RULE_NAMES",

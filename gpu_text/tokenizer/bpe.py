@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from gpu_text.arrays import to_host
 from gpu_text.backend import Backend, get_backend
 from gpu_text.tokenizer.merge_tables import MergeTables
 from gpu_text.trie import DoubleArrayTrie
@@ -134,6 +135,5 @@ class BPEModel:
         ends = np.cumsum([len(r) for r in raw], dtype=np.int64)
         starts = ends - np.array([len(r) for r in raw], np.int64)
         encoded = self.encode_pre_tokens(np.frombuffer(b"".join(raw), np.uint8), starts, ends, backend)
-        ids = encoded.ids if isinstance(encoded.ids, np.ndarray) else encoded.ids.get()
-        offsets = encoded.offsets if isinstance(encoded.offsets, np.ndarray) else encoded.offsets.get()
+        ids, offsets = to_host(encoded.ids), to_host(encoded.offsets)
         return [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]

@@ -53,7 +53,7 @@ def cmd_train_tokenizer(args: argparse.Namespace) -> int:
     ...       "--character-coverage", "1"])
     0
     """
-    from gpu_text.tokenizer.trainer import BPETrainer
+    from gpu_text.tokenizer.bpe_trainer import BPETrainer
 
     extra = [token for token in args.extra_tokens.split(",") if token]
     trainer = BPETrainer(vocab_size=args.vocab_size + 259, character_coverage=args.character_coverage,

@@ -23,7 +23,7 @@ string it comes from (all bytes of a replacement point at the start of its sourc
 points at 0), plus one end entry per string holding the original string's length, so a span
 ``[a, b)`` of normalized bytes maps back to ``[alignment[a], alignment[b])``.
 
-Kernels: the ``normalize`` family (``cuda/normalize.cu``, ``cpu_fallback/normalize.py``).
+Kernels: the ``normalizer`` family (``cuda/normalizer.cu``, ``cpu_fallback/normalizer.py``).
 """
 from __future__ import annotations
 
@@ -303,7 +303,7 @@ class Normalizer:
         xp = be.xp
         batch = as_text_batch(texts).to_device(xp)
         charsmap, symbol, collapse, dummy = self.kernel_arguments(be)
-        data, offsets, alignment = be.op("normalize", "normalize_text")(
+        data, offsets, alignment = be.op("normalizer", "normalize_text")(
             *charsmap, batch.data, batch.offsets, symbol, collapse, dummy, int(with_alignment))
         text = TextBatch(data, offsets, check=False)
         if alignment is None:

@@ -12,10 +12,10 @@ as in the seed's PieceTokenizer, plus a SentencePiece-compatible whitespace spli
   :class:`gpu_text.segment.Dictionary`) cuts them with DictCut's :class:`~gpu_text.segment.Segmenter`.
 
 Matching is leftmost-longest. The patterns are compiled once, here, into a DFA over six symbols
-(other, S, N, A, H, apostrophe); the kernels (``cuda/pretokenize.cu`` and its Numba twin) run it.
+(other, S, N, A, H, apostrophe); the kernels (``cuda/pre_tokenizer.cu`` and its Numba twin) run it.
 From the DFA also comes the table of symbol pairs no match can span: a pre-token must start
 between such a pair whatever precedes it, so the kernels cut every string there first and scan
-the pieces in parallel (see ``cuda/pretokenize.cu``).
+the pieces in parallel (see ``cuda/pre_tokenizer.cu``).
 
 The seed's dictionary cutter runs a forward Viterbi keeping the first candidate on ties; DictCut's
 Segmenter (used here) runs it backward keeping the shortest word on ties, and leaves out the
@@ -41,7 +41,7 @@ SPACE_SYMBOL = "\u2581"
 
 # DFA input symbols; OTHER, DIGIT, ALPHA and HAN keep gpu_text.utf8.CharClass's numbers, SPACE is
 # the space symbol (class SPACE characters such as tab count as OTHER). Keep in sync with
-# PT_* in cuda/pretokenize.cu and cpu_fallback/pretokenize.py.
+# PT_* in cuda/pre_tokenizer.cu and cpu_fallback/pre_tokenizer.py.
 OTHER, SPACE, DIGIT, ALPHA, HAN, APOSTROPHE = range(6)
 N_SYMBOLS = 6
 DEAD = 0  # state 0 rejects everything; the scan stops there
@@ -258,7 +258,7 @@ class PreTokenizer:
         be = get_backend(backend)
         xp = be.xp
         batch = as_text_batch(texts).to_device(be.xp)
-        starts, first_symbols = be.op("pretokenize", "pretokenize")(batch.data, batch.offsets, self.dfa_)
+        starts, first_symbols = be.op("pre_tokenizer", "pretokenize")(batch.data, batch.offsets, self.dfa_)
         n_bytes = batch.data.size
         if self.segmenter_ is not None:
             starts = self._cut_han(be, batch.data, starts, first_symbols)

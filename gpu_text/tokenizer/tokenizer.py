@@ -86,7 +86,8 @@ class Tokenizer:
         be = get_backend(backend)
         xp = be.xp
         batch = as_text_batch(texts).to_device(xp)
-        if be.name == "cpu" and self.pre_tokenizer.segmenter_ is None:
+        # a backend with the fused row encoder (the CPU) runs every stage row by row, while the row is in cache
+        if be.has_op("tokenizer", "encode_text") and self.pre_tokenizer.segmenter_ is None:
             ids, starts, ends = self._encode_rows(batch, be, with_offsets)
         else:
             ids, starts, ends = self._encode_stages_fitting(batch, be, with_offsets)
@@ -133,7 +134,7 @@ class Tokenizer:
         """All stages row by row while the row is in cache (the CPU's way; the same ids)."""
         charsmap, symbol, collapse, dummy = self.normalizer.kernel_arguments(be)
         model = self.model
-        ids, offsets, starts, ends = be.op("encode", "encode_text")(
+        ids, offsets, starts, ends = be.op("tokenizer", "encode_text")(
             batch.data, batch.offsets, charsmap, symbol, collapse, dummy, self.normalizer.growth,
             self.pre_tokenizer.dfa_, model.scores, model.byte_ids, model.unk_id, model.merge_tables, with_offsets)
         if not with_offsets:

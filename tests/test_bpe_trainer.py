@@ -10,7 +10,7 @@ import pytest
 from gpu_text.cli import main
 from gpu_text.tokenizer.bpe import BPEModel, PieceType, byte_piece
 from gpu_text.tokenizer.model_file import read_model_file
-from gpu_text.tokenizer.trainer import BPETrainer, PreTokenCounts
+from gpu_text.tokenizer.bpe_trainer import BPETrainer, PreTokenCounts
 
 CORPUS = ("the quick brown fox jumps over the lazy dog\n"
           "the dog barks and the fox runs away from the dog\n"
@@ -178,7 +178,7 @@ def test_extra_tokens_are_user_defined():
 def test_pair_table_matches_a_dict():
     """The merge loop's open-addressing pair table (insert, lookup, delete with backward shift,
     growth) against a dict, with keys that crowd a small table and wrap around its end."""
-    from gpu_text.tokenizer.merge_tables import EMPTY, empty_table, grown_table, lookup, pair_key, remove, store
+    from cpu_fallback.merge_tables import EMPTY, empty_table, grown_table, lookup, pair_key, remove, store
 
     rng = np.random.default_rng(3)
     keys, values = empty_table(8)

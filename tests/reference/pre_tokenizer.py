@@ -1,4 +1,4 @@
-"""Reference twin of ``cuda/pretokenize.cu``: the pre-tokenizer's patterns matched directly.
+"""Reference twin of ``cuda/pre_tokenizer.cu``: the pre-tokenizer's patterns matched directly.
 
 No DFA: at every pre-token start each alternative of the configuration's pattern is tried on the
 characters ahead, and the longest match wins (an unmatched character stands alone). Only the

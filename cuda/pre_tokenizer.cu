@@ -1,4 +1,4 @@
-// pretokenize.cu -- the pre-tokenizer's split: leftmost-longest matching of a DFA over symbols.
+// pre_tokenizer.cu -- the pre-tokenizer's split: leftmost-longest matching of a DFA over symbols.
 //
 // Symbols: the character classes of utf8.cuh (OTHER, DIGIT, ALPHA, HAN), except that the space
 // symbol (U+2581 by default) is SPACE, an apostrophe is APOSTROPHE, and whitespace characters

@@ -1,4 +1,4 @@
-"""Numba twin of ``cuda/normalize.cu``: SentencePiece normalization, one string per parallel task.
+"""Numba twin of ``cuda/normalizer.cu``: SentencePiece normalization, one string per parallel task.
 
 Each string is walked left to right once to count its output and once to write it (then its
 trailing space symbols are trimmed and the rows are packed). The rules are in
@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from cpu_fallback.chunks import chunk_bounds
-from cpu_fallback.utf8 import sequence_at
-from gpu_text.trie.double_array import trie_step, trie_value, walk_prefixes
+from .chunks import chunk_bounds
+from .double_array import trie_step, trie_value, walk_prefixes
+from .jit import JIT
+from .utf8 import sequence_at
 
-_JIT = dict(cache=True, nogil=True)
 _SPACE = 0x20
 REPLACEMENT_BYTES = np.frombuffer("\ufffd".encode(), np.uint8).copy()
 
@@ -21,7 +21,7 @@ REPLACEMENT_BYTES = np.frombuffer("\ufffd".encode(), np.uint8).copy()
 _FROM_TARGETS, _FROM_DATA, _FROM_REPLACEMENT = 0, 1, 2
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _step(state, check, label, eow, target_offsets, data, i, end, none, match_starts):
     """The step at data[i]: (bytes consumed, where its output is, output start, output end).
     ``none``: an empty array for walk_prefixes' unused outputs (allocated once per string, not per step).
@@ -37,7 +37,7 @@ def _step(state, check, label, eow, target_offsets, data, i, end, none, match_st
     return 1, _FROM_REPLACEMENT, 0, 3
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _byte(source, p, targets, data, replacement):
     # the buffers may differ in type (read-only input), so they are not returned from _step
     if source == _FROM_TARGETS:
@@ -47,7 +47,7 @@ def _byte(source, p, targets, data, replacement):
     return replacement[p]
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _put_symbol(symbol, origin, out, align, at, n, write, aligned):
     """The space symbol at out[at + n:] (when ``write``; its origin in ``align`` when ``aligned``)."""
     for k in range(symbol.size):
@@ -59,7 +59,7 @@ def _put_symbol(symbol, origin, out, align, at, n, write, aligned):
     return n
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def normalize_row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol, collapse, dummy,
                   replacement, out, align, at, write, aligned, match_starts, none):
     """Untrimmed output of one string (written at ``out[at:]`` when ``write``, each byte's origin at
@@ -117,7 +117,7 @@ def normalize_row(state, check, label, eow, targets, target_offsets, data, begin
     return n
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def trim_symbols(out, at, n, symbol):
     """The length of out[at:at + n] without its trailing space symbols."""
     m = symbol.size
@@ -129,7 +129,7 @@ def trim_symbols(out, at, n, symbol):
     return n
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy, row_offsets,
           out, align, write, aligned, match_starts, bounds):
     n_rows = offsets.size - 1
@@ -147,7 +147,7 @@ def _rows(state, check, label, eow, targets, target_offsets, data, offsets, symb
     return lengths
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _no_match_at(starts, data, i, end):
     """True when no map entry matches at data[i] (the common case, decided by table lookups).
 
@@ -163,7 +163,7 @@ def _no_match_at(starts, data, i, end):
     return starts[256 * (first + 1) + data[i + 1]] == 0
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def match_starts_table(state, check, label, eow):
     """The table :func:`_no_match_at` reads: 256 first-byte flags, then 256 rows of 256."""
     starts = np.zeros(256 * 257, np.uint8)
@@ -179,7 +179,7 @@ def match_starts_table(state, check, label, eow):
     return starts
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _pack(out, align, row_offsets, offsets, lengths, new_offsets, packed, packed_align, aligned, bounds):
     for c in prange(bounds.size - 1):
         for r in range(bounds[c], bounds[c + 1]):

@@ -1,4 +1,4 @@
-"""Reference twin of ``cuda/normalize.cu``: SentencePiece's normalizer loop in plain Python.
+"""Reference twin of ``cuda/normalizer.cu``: SentencePiece's normalizer loop in plain Python.
 
 The charsmap is read back from the trie arrays as a ``{source: target}`` dict (no trie walks);
 characters come from the reference UTF-8 decoder.

@@ -3,7 +3,7 @@
 Pipeline: stream the input files in chunks of whole lines (the corpus is never held), normalize
 (:class:`~gpu_text.tokenizer.normalizer.Normalizer`), pre-tokenize
 (:class:`~gpu_text.tokenizer.pre_tokenizer.PreTokenizer`), and count the distinct pre-tokens in a
-byte-keyed hash table (``cpu_fallback/bpe_train.py``), so memory grows with the number of distinct
+byte-keyed hash table (``cpu_fallback/bpe_trainer.py``), so memory grows with the number of distinct
 pre-tokens. Then the merge loop on those counts:
 
 - characters are weighted by pre-token frequency; the most frequent ones, until
@@ -39,7 +39,6 @@ from gpu_text.batch import TextBatch, as_text_batch
 from gpu_text.ragged import row_ids
 from gpu_text.textio import DEFAULT_CHUNK_BYTES, iter_line_batches
 from gpu_text.tokenizer.bpe import BPEModel, PieceType, byte_piece
-from gpu_text.tokenizer.merge_tables import empty_table, grown_table
 from gpu_text.tokenizer.model_file import CounterSpec, PieceTable, PreTokenizerSpec, TokenizerModel, write_model_file
 from gpu_text.tokenizer.normalizer import Normalizer
 from gpu_text.tokenizer.pre_tokenizer import PreTokenizer
@@ -250,8 +249,7 @@ class BPETrainer:
         >>> BPETrainer(progress=False).count_pre_tokens([["你好，你好"]]).to_dict()
         {'你好': 2, '，': 1}
         """
-        from cpu_fallback import bpe_train as kernels
-
+        kernels = get_backend("cpu").ops("bpe_trainer")  # the counting table lives on the host
         be = get_backend(self.backend)
         counter = _SpanCounter()
         for texts in batches:
@@ -390,10 +388,9 @@ class _MergeState:
     """The flat corpus, symbol table, pair table and position lists of the merge loop."""
 
     def __init__(self, counts: PreTokenCounts, coverage: float, max_piece_size: int) -> None:
-        from cpu_fallback import bpe_train as kernels
         from gpu_text import utf8
 
-        self.k = kernels
+        self.k = kernels = get_backend("cpu").ops("bpe_trainer")  # the merge loop is CPU-only
         batch = TextBatch(counts.data, counts.offsets, check=False)
         decoded = utf8.decode(batch, backend="cpu").codepoints
         cps = np.asarray(decoded.values, np.int64)
@@ -448,7 +445,7 @@ class _MergeState:
         self.counts = np.array([self.n_chars, 0, 0, 0, 0], np.int64)
         self.seen = kernels.new_seen_table()
         self.pair_keys, self.pair_values = kernels.build_pairs(
-            self.sym, self.nxt, self.weight, self.unk, self.max_bytes, *empty_table(1 << 16), self.s_left,
+            self.sym, self.nxt, self.weight, self.unk, self.max_bytes, *get_backend("cpu").op("merge_tables", "empty_table")(1 << 16), self.s_left,
             self.s_right, self.s_nchars, self.s_nbytes, self.s_freq, self.s_head, self.s_tail, self.s_alive,
             self.s_active, self.node_pos, self.node_next, self.counts)
         self.live_nodes_after_compaction = int(self.counts[1])
@@ -490,7 +487,7 @@ class _MergeState:
                 new[:old.size] = old
                 setattr(self, name, new)
         if 2 * (int(self.counts[4]) + room) > self.pair_keys.size:
-            self.pair_keys, self.pair_values = grown_table(self.pair_keys, self.pair_values,
+            self.pair_keys, self.pair_values = get_backend("cpu").op("merge_tables", "grown_table")(self.pair_keys, self.pair_values,
                                                            2 * (int(self.counts[4]) + room))
         if n_active + room > self.active.size:
             size = max(2 * self.active.size, n_active + room)

@@ -15,23 +15,21 @@ import numba
 import numpy as np
 from numba import njit
 
-from cpu_fallback.borrow import borrow
-from cpu_fallback.bpe import emit_pre_token, encode_pre_token, memo_rows, new_scratch
-from cpu_fallback.chunks import chunk_bounds
-from cpu_fallback.normalize import REPLACEMENT_BYTES, match_starts_table, normalize_row, trim_symbols
-from cpu_fallback.pretokenize import next_pre_token
+from .borrow import borrow
+from .bpe import emit_pre_token, encode_pre_token, memo_rows, new_scratch
+from .chunks import chunk_bounds
+from .jit import JIT
+from .normalizer import REPLACEMENT_BYTES, match_starts_table, normalize_row, trim_symbols
+from .pre_tokenizer import next_pre_token
 
-_JIT = dict(cache=True, nogil=True)
-
-
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _grown(array, size, keep):
     out = np.empty(size, array.dtype)
     out[:keep] = array[:keep]
     return out
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy, growth, match_starts, dfa_table,
                  dfa_accepting, space, scores, char_keys, char_ids, merge_keys, merge_ids, join_keys, join_values,
                  bmp_ids, byte_ids, unk_id, with_spans, memo, scratch):
@@ -116,7 +114,7 @@ def encode_text(data, offsets, normalizer, symbol, collapse, dummy, growth, dfa,
     and, when ``with_spans``, each id's start and end in its original row (int64; else None).
 
     ``normalizer``: the charsmap arrays (trie, targets, target offsets); ``symbol``, ``collapse``,
-    ``dummy`` as in :func:`cpu_fallback.normalize.normalize_text`; ``growth``: the normalizer's most
+    ``dummy`` as in :func:`cpu_fallback.normalizer.normalize_text`; ``growth``: the normalizer's most
     output bytes per input byte; ``dfa`` a ``PreTokenDFA``;
     ``scores``, ``byte_ids``, ``unk_id``, ``tables`` the BPE model's.
     """

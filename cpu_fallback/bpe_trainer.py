@@ -1,4 +1,4 @@
-"""Numba helpers of the BPE trainer (``gpu_text/tokenizer/trainer.py``).
+"""Numba helpers of the BPE trainer (``gpu_text/tokenizer/bpe_trainer.py``).
 
 Two parts:
 
@@ -22,9 +22,8 @@ from numba import njit, prange, types
 from numba.typed import Dict
 
 # the merge loop's pair table ((left << 32 | right) -> pair symbol) is one of the encoder's hash tables
-from gpu_text.tokenizer.merge_tables import grown_table, lookup, pair_key, remove, store
-
-_JIT = dict(cache=True, nogil=True)
+from .jit import JIT
+from .merge_tables import grown_table, lookup, pair_key, remove, store
 
 FNV_OFFSET = np.uint64(14695981039346656037)
 FNV_PRIME = np.uint64(1099511628211)
@@ -35,7 +34,7 @@ DONE, NEED_ROOM, EXHAUSTED = 0, 1, 2
 # ------------------------------------------------------------------ counting distinct pre-tokens
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def hash_spans(data, starts, ends):
     """FNV-1a 64-bit hash of every ``data[starts[i]:ends[i]]``."""
     out = np.empty(starts.size, np.uint64)
@@ -47,7 +46,7 @@ def hash_spans(data, starts, ends):
     return out
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def count_spans(data, starts, ends, hashes, slots, ent_hash, ent_start, ent_len, ent_count, pool, sizes):
     """Adds every span to the table; ``sizes`` = [entries, pool bytes used] is updated in place.
 
@@ -89,7 +88,7 @@ def count_spans(data, starts, ends, hashes, slots, ent_hash, ent_start, ent_len,
     sizes[1] = used
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def rehash(slots, ent_hash, n):
     """Re-inserts entries ``0..n-1`` into a fresh (all -1) ``slots``."""
     mask = slots.size - 1
@@ -103,13 +102,13 @@ def rehash(slots, ent_hash, n):
 # ------------------------------------------------------------------------------ the merge loop
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def new_seen_table():
     """Piece fingerprint -> the symbol accepted with it (one entry per merge: a typed dict will do)."""
     return Dict.empty(key_type=types.int64, value_type=types.int64)
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _seen_get(table, key):
     """``table[key]``, or -1 when absent (``dict.get`` would type as optional)."""
     if key in table:
@@ -117,7 +116,7 @@ def _seen_get(table, key):
     return -1
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _holds(p, left, right, sym, nxt):
     """Whether the pair (left, right) still stands at position p (a position goes stale when
     either side was merged into something else)."""
@@ -125,7 +124,7 @@ def _holds(p, left, right, sym, nxt):
     return sym[p] == left and q >= 0 and sym[q] == right
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _append_position(x, pos, s_head, s_tail, node_pos, node_next, counts):
     node = counts[1]
     counts[1] = node + 1
@@ -138,7 +137,7 @@ def _append_position(x, pos, s_head, s_tail, node_pos, node_next, counts):
     s_tail[x] = node
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _add_freq(x, w, s_freq, s_active, active_freq):
     """Frequency of symbol x += w, mirrored in its active-set slot (``s_active[x]`` = slot + 1, or 0)."""
     s_freq[x] += w
@@ -146,7 +145,7 @@ def _add_freq(x, w, s_freq, s_active, active_freq):
         active_freq[s_active[x] - 1] = s_freq[x]
 
 
-@njit(inline="always", **_JIT)  # called per position: a call would reference-count its 20 arrays
+@njit(inline="always", **JIT)  # called per position: a call would reference-count its 20 arrays
 def _add_pair(a, b, pos, w, unk, max_bytes, pair_keys, pair_values, s_left, s_right, s_nchars, s_nbytes, s_freq, s_head,
               s_tail, s_alive, s_active, active, active_freq, node_pos, node_next, counts, activate):
     """SentencePiece's AddNewPair: the pair (a, b) seen at ``pos`` with weight ``w``. Pairs with the
@@ -178,7 +177,7 @@ def _add_pair(a, b, pos, w, unk, max_bytes, pair_keys, pair_values, s_left, s_ri
         s_active[x] = counts[2]
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def build_pairs(sym, nxt, weight, unk, max_bytes, pair_keys, pair_values, s_left, s_right, s_nchars, s_nbytes, s_freq,
                 s_head, s_tail, s_alive, s_active, node_pos, node_next, counts):
     """Every adjacent pair of the initial character symbols, in position order (so pair ids, and
@@ -196,7 +195,7 @@ def build_pairs(sym, nxt, weight, unk, max_bytes, pair_keys, pair_values, s_left
     return pair_keys, pair_values
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def expand(x, n_chars, s_left, s_right, char_cp, stack, out):
     """Writes the codepoints of symbol ``x`` to ``out``; returns how many."""
     n = 0
@@ -215,7 +214,7 @@ def expand(x, n_chars, s_left, s_right, char_cp, stack, out):
     return n
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _lexically_less(a, b, n_chars, s_left, s_right, char_cp, stack, buf_a, buf_b):
     """Codepoint order, which is the byte order of the UTF-8 strings SentencePiece compares."""
     na = expand(a, n_chars, s_left, s_right, char_cp, stack, buf_a)
@@ -226,7 +225,7 @@ def _lexically_less(a, b, n_chars, s_left, s_right, char_cp, stack, buf_a, buf_b
     return na < nb
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def _fingerprint(buf, n):
     h = FNV_OFFSET
     for i in range(n):
@@ -234,7 +233,7 @@ def _fingerprint(buf, n):
     return np.int64(h)
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weight, char_cp,
                 s_left, s_right, s_nchars, s_nbytes, s_freq, s_head, s_tail, s_alive, s_active,
                 active, active_freq, node_pos, node_next, counts, pair_keys, pair_values, seen, merged, stack, buf_a,
@@ -356,7 +355,7 @@ def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weigh
     return DONE, done, 0
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def compact_positions(n_symbols, n_chars, s_left, s_right, s_alive, s_head, s_tail, sym, nxt, node_pos,
                       node_next, new_pos, new_next):
     """Copies the still-valid positions of every live pair into ``new_pos``/``new_next`` (stale ones,

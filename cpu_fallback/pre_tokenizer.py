@@ -1,4 +1,4 @@
-"""Numba twin of ``cuda/pretokenize.cu``: the pre-tokenizer's leftmost-longest DFA split.
+"""Numba twin of ``cuda/pre_tokenizer.cu``: the pre-tokenizer's leftmost-longest DFA split.
 
 As on the GPU, every string is first cut where the DFA's ``joinable`` table says a pre-token must
 begin whatever precedes it; the pieces are then scanned in parallel, so one long string still
@@ -9,16 +9,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from cpu_fallback.utf8 import CLASS_SPACE, class_of, sequence_at
+from .jit import JIT
+from .utf8 import CLASS_SPACE, class_of, sequence_at
 
-_JIT = dict(cache=True, nogil=True)
 # Symbols: OTHER 0, SPACE (the space symbol) 1, DIGIT 2, ALPHA 3, HAN 4 as the character classes,
-# APOSTROPHE 5; keep in sync with gpu_text.tokenizer.pre_tokenizer and PT_* in pretokenize.cu.
+# APOSTROPHE 5; keep in sync with gpu_text.tokenizer.pre_tokenizer and PT_* in pre_tokenizer.cu.
 N_SYMBOLS = 6
 SYMBOL_SPACE, SYMBOL_APOSTROPHE = 1, 5
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _symbol_at(data, p, end, space):
     """(symbol, byte length) of the character at p; malformed bytes are one OTHER character."""
     n, cp = sequence_at(data, p, end)
@@ -30,7 +30,7 @@ def _symbol_at(data, p, end, space):
     return (0 if c == CLASS_SPACE else c), max(n, 1)
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _cuts(data, offsets, joinable, space):
     cuts = np.zeros(data.size, np.uint8)
     for s in prange(offsets.size - 1):
@@ -46,7 +46,7 @@ def _cuts(data, offsets, joinable, space):
     return cuts
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def next_pre_token(data, p, end, table, accepting, space):
     """(symbol of its first character, end) of the pre-token starting at data[p]: the longest
     accepted DFA match, or the first character alone."""
@@ -68,7 +68,7 @@ def next_pre_token(data, p, end, table, accepting, space):
     return first, match_end
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def _scan(data, seg_starts, seg_ends, table, accepting, space, marks):
     for k in prange(seg_starts.size):
         end = seg_ends[k]

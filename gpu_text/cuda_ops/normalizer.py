@@ -1,12 +1,11 @@
-"""Launch wrappers of ``cuda/normalize.cu``; the Numba twin is in ``cpu_fallback/normalize.py``."""
+"""Launch wrappers of ``cuda/normalizer.cu``; the Numba twin is in ``cpu_fallback/normalizer.py``."""
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 
-from gpu_text.backend import KernelRuntime
-from gpu_text.cuda_ops import BLOCK, blocks_for, i64, launch
+from gpu_text.cuda_ops import BLOCK, KernelRuntime, blocks_for, i64, launch
 from gpu_text.ragged import row_ids
 
 
@@ -21,22 +20,22 @@ def normalize_text(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: A
     flags = (np.int32(bool(collapse)), np.int32(bool(dummy)))
     steps = xp.empty(n_bytes, xp.int32)
     sources = xp.empty(n_bytes, xp.int32)
-    launch(rt.function("normalize", "normalize_match"), blocks_for(n_bytes, BLOCK),
+    launch(rt.function("normalizer", "normalize_match"), blocks_for(n_bytes, BLOCK),
            (state, check, label, eow, np.int32(state.size), data, offsets, i64(n_rows), i64(n_bytes), steps, sources))
     counts = xp.zeros(n_bytes + n_rows, xp.int64)
     drops = xp.zeros(n_bytes, xp.int32)
     step_args = (steps, sources, targets, target_offsets, data, offsets, i64(n_rows))
-    launch(rt.function("normalize", "normalize_walk"), blocks_for(n_rows, BLOCK),
+    launch(rt.function("normalizer", "normalize_walk"), blocks_for(n_rows, BLOCK),
            (*step_args, np.int32(symbol.size), *flags, counts, drops))
     slot_offsets = xp.zeros(counts.size + 1, xp.int64)
     xp.cumsum(counts, out=slot_offsets[1:])
     total = int(slot_offsets[-1])
     out = xp.empty(total, xp.uint8)
     align = xp.empty(total, xp.int64)
-    launch(rt.function("normalize", "normalize_write"), blocks_for(n_bytes, BLOCK),
+    launch(rt.function("normalizer", "normalize_write"), blocks_for(n_bytes, BLOCK),
            (*step_args, i64(n_bytes), symbol, np.int32(symbol.size), counts, slot_offsets, drops, out, align))
     lengths = xp.empty(n_rows, xp.int64)
-    launch(rt.function("normalize", "normalize_trim"), blocks_for(n_rows, BLOCK),
+    launch(rt.function("normalizer", "normalize_trim"), blocks_for(n_rows, BLOCK),
            (out, slot_offsets, offsets, i64(n_rows), symbol, np.int32(symbol.size), flags[0], lengths))
     # Pack the trimmed rows, and give every row of the alignment its end entry (the original length).
     rows = xp.arange(n_rows + 1, dtype=xp.int64)

@@ -1,4 +1,4 @@
-"""Differential tests of cuda/pretokenize.cu: emulated CUDA (and the GPU when present) == Numba ==
+"""Differential tests of cuda/pre_tokenizer.cu: emulated CUDA (and the GPU when present) == Numba ==
 the pattern-matching reference, for every compiled configuration."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from gpu_text.batch import TextBatch
 from gpu_text.segment import Dictionary
 from gpu_text.tokenizer.pre_tokenizer import PreTokenDFA, PreTokenizer
 from tests.conftest import require
-from tests.reference import pretokenize as reference
+from tests.reference import pre_tokenizer as reference
 from tests.test_utf8_kernels import host
 
 hypothesis = require("hypothesis")
@@ -58,7 +58,7 @@ def long_reference(config: tuple[str, str, bool]) -> tuple[np.ndarray, np.ndarra
 def assert_same_as_reference(backend, texts: list[bytes], config: tuple[str, str, bool], want=None) -> None:
     batch = TextBatch.from_strings(texts)
     dfa = PreTokenDFA.compile(*config)
-    got = backend.op("pretokenize", "pretokenize")(backend.asarray(batch.data), backend.asarray(batch.offsets), dfa)
+    got = backend.op("pre_tokenizer", "pretokenize")(backend.asarray(batch.data), backend.asarray(batch.offsets), dfa)
     want = want or reference.pretokenize(batch.data, batch.offsets, dfa)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(host(g), w)

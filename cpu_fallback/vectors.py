@@ -1,4 +1,5 @@
-"""In-place vector updates for the optimiser on the CPU, one pass over memory each.
+"""In-place vector updates for the CRF optimiser on the CPU, one pass over memory each. No CUDA twin:
+on the GPU the optimiser uses CuPy's own array expressions.
 
 A training vector holds millions of weights, so L-BFGS's two-loop recursion is bound by memory
 traffic: as separate numpy expressions each ``q -= a * y`` and ``s @ q`` reads the vectors again
@@ -11,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-_JIT = dict(cache=True, nogil=True)
+from .jit import JIT
+
 BLOCKS = 64
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT)
 def _in_order(partial):
     total = 0.0
     for b in range(BLOCKS):
@@ -23,7 +25,7 @@ def _in_order(partial):
     return total
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def update_dot(q, scale, a, y, s):
     """``q = scale * (q + a * y)`` in place, then return ``s · q``.
 
@@ -43,7 +45,7 @@ def update_dot(q, scale, a, y, s):
     return _in_order(partial)
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def dot(a, b):
     """``a · b`` (block sums added in order).
 
@@ -59,7 +61,7 @@ def dot(a, b):
     return _in_order(partial)
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT)
 def combine(out, a, x, b, y):
     """``out = a * x + b * y`` in place (``out`` may be ``x`` or ``y``).
 

@@ -1,4 +1,4 @@
-// normalize.cu -- SentencePiece normalization: charsmap by longest match, then space handling.
+// normalizer.cu -- SentencePiece normalization: charsmap by longest match, then space handling.
 //
 // Four passes (the rules are in gpu_text/tokenizer/normalizer.py):
 //   normalize_match  one thread per byte: the step that would start there (longest charsmap
