@@ -5,6 +5,7 @@ binds it, inlined helpers included; a helper run once per token with a dozen arr
 times its own work on those. A view made by :func:`borrow` has no owner to count, like an array
 over foreign memory. It is valid only while the array it views is alive, so it is made and used
 inside one jitted function where the original is an argument or stays in use to the end.
+No CUDA twin: a Numba technicality of the CPU layer.
 """
 from __future__ import annotations
 

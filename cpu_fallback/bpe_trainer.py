@@ -1,4 +1,5 @@
-"""Numba helpers of the BPE trainer (``gpu_text/tokenizer/bpe_trainer.py``).
+"""Numba helpers of the BPE trainer (``gpu_text/tokenizer/bpe_trainer.py``). No CUDA twin: training
+runs on the host.
 
 Two parts:
 

@@ -2,6 +2,7 @@
 
 Numba hands each thread an equal share of the iterations; rows of a real batch differ in length by
 orders of magnitude, so the twins loop over chunks of rows with about equal bytes instead.
+No CUDA twin: the GPU kernels split work by bytes or by block themselves.
 """
 from __future__ import annotations
 

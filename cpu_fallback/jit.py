@@ -1,4 +1,4 @@
-"""The options every Numba function of the CPU layer is compiled with (no CUDA twin: build settings).
+"""The options every Numba function of the CPU layer is compiled with. No CUDA twin: build settings.
 
 ``cache=True`` keeps compiled code on disk between processes (``$NUMBA_CACHE_DIR``), ``nogil=True``
 lets the thread pools of the encoders run jitted code in parallel.

@@ -6,6 +6,7 @@ It gives the ids of the staged path (:class:`~gpu_text.tokenizer.normalizer.Norm
 which the GPU runs kernel by kernel over the whole batch) from the same row functions, without
 the batch-sized intermediate arrays between the stages. Chunks of rows run on threads (the jitted
 code releases the GIL); each chunk merges a distinct part once (:func:`cpu_fallback.bpe.encode_pre_token`).
+No CUDA twin: the GPU runs the stages (``normalizer``, ``pre_tokenizer``, ``bpe``) kernel by kernel.
 """
 from __future__ import annotations
 
