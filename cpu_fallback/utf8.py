@@ -1,6 +1,6 @@
 """Numba twins of ``cuda/utf8.cu``: the same UTF-8 rules, parallel over strings.
 
-The rule (the seed's Ustr): a well-formed sequence decodes to its codepoint; anything else
+The rule (Ustr's): a well-formed sequence decodes to its codepoint; anything else
 (bad lead byte, bad or missing continuation, overlong, surrogate, above U+10FFFF) decodes to
 U+FFFD and consumes exactly one byte. Sequences never cross a string boundary.
 """

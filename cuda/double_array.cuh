@@ -1,6 +1,6 @@
 // double_array.cuh -- walking a double-array trie (gpu_text.trie.DoubleArrayTrie) on the device.
 //
-// The layout (the seed's XOR double array), one slot per array index, slot 0 the root:
+// The layout (the Trie library's XOR double array), one slot per array index, slot 0 the root:
 //   state[p]  internal slot: p ^ base, where base ^ byte is the slot of the child on `byte`;
 //             value slot: the word's value (>= 0)
 //   check[p]  parent slot + 1 (0: free slot or the root, so it never validates as a child)

@@ -72,7 +72,7 @@ __device__ __forceinline__ void utf8_write(u32 cp, u8* out) {
     out[2] = (u8)(0x80u | ((cp >> 6) & 0x3Fu)); out[3] = (u8)(0x80u | (cp & 0x3Fu));
 }
 
-// Character classes of the seed's pre-tokenizer (custom ranges, not Unicode categories).
+// Character classes of PieceTokenizer's pre-tokenizer (custom ranges, not Unicode categories).
 // Keep the numbering in sync with gpu_text.utf8.CharClass.
 #define GT_CLASS_OTHER 0  // punctuation, symbols, controls, unassigned, invalid
 #define GT_CLASS_SPACE 1

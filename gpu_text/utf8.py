@@ -1,6 +1,6 @@
 """Batched UTF-8: decode, encode, validate, character length and character classes.
 
-The first stage of every text pipeline. The rule is the seed's (Ustr): a well-formed sequence
+The first stage of every text pipeline. The rule is Ustr's: a well-formed sequence
 decodes to its codepoint; any malformed sequence (bad lead byte, bad or missing continuation,
 overlong form, surrogate, above U+10FFFF) becomes U+FFFD and consumes exactly **one** byte, and
 sequences never cross a string boundary. (CPython's ``errors="replace"`` differs: it replaces a

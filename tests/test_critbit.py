@@ -1,4 +1,4 @@
-"""CritbitTrie against the seed's examples and a Python dict."""
+"""CritbitTrie against the Trie library's examples (the seed) and a Python dict."""
 from __future__ import annotations
 
 import numpy as np

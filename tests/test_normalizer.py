@@ -1,4 +1,4 @@
-"""The normalizer: the seed's examples, the options, the alignment, and parity with sentencepiece
+"""The normalizer: PieceTokenizer's examples, the options, the alignment, and parity with sentencepiece
 (its own normalizer is the oracle) on real and adversarial text."""
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ def test_ids_equal_sentencepiece_on_every_line(sp_model, corpus):
     assert len(got) == len(want)
     assert not differing, (f"{len(differing)} of {len(lines)} lines differ; first: {texts[differing[0]][:80]!r} "
                            f"ours {got[differing[0]][:20]} sentencepiece {want[differing[0]][:20]}")
-    # sentencepiece decodes an unknown id as " ⁇ "; the seed's decoder drops it, so compare the rest
+    # sentencepiece decodes an unknown id as " ⁇ "; PieceTokenizer's decoder drops it, so compare the rest
     unk = reference.unk_id()
     sample = [row for row in want[:3000] if unk not in row]
     assert ours.decode_batch(sample) == reference.decode(sample)

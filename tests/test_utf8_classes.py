@@ -1,4 +1,4 @@
-"""Character classes against their definitions, and ALPHA against the seed (PieceTokenizer) itself."""
+"""Character classes against their definitions, and ALPHA against PieceTokenizer itself."""
 from __future__ import annotations
 
 import numpy as np

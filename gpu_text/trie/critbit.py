@@ -1,7 +1,7 @@
-"""A dynamic dictionary as a critbit trie (the seed's Critbit Trie), in plain Python.
+"""A dynamic dictionary as a critbit trie (the seed's Trie library: Critbit), in plain Python.
 
 Words are byte strings compared bit by bit, most significant bit of each byte first, with the
-bytes past a word's end read as 0 (the seed's *logical zero padding*; this is why words may not
+bytes past a word's end read as 0 (the Trie library's *logical zero padding*; this is why words may not
 contain NUL). An internal node keeps only a *critical bit*: the first bit, as ``(byte index, bit)``,
 where the words below it differ; bit 0 goes to ``child[0]``. Inserting a word adds one internal
 node and one leaf, placed on the path where its critical bit falls in that order, so the shape does
