@@ -46,8 +46,8 @@ class Encoded:
         >>> _tiny().to(np).u_ids.tolist()
         [0, 1, 0]
         """
-        moved = {f.name: xp.asarray(getattr(self, f.name) if xp is not np or not hasattr(getattr(self, f.name), "get")
-                                    else getattr(self, f.name).get()) for f in fields(self)}
+        moved = {f.name: xp.asarray(to_host(getattr(self, f.name)) if xp is np else getattr(self, f.name))
+                 for f in fields(self)}
         return Encoded(**moved)
 
     def subset(self, sequences: np.ndarray) -> "Encoded":
