@@ -49,16 +49,23 @@ class TextBatch(RaggedArray):
         return to_host(self.row(i)).tobytes()
 
     @classmethod
-    def from_strings(cls, items: Iterable[str | bytes]) -> "TextBatch":
-        """From Python ``str`` (encoded as UTF-8) or ``bytes`` items.
+    def from_strings(cls, items: Iterable[str | bytes | bytearray | memoryview]) -> "TextBatch":
+        """From Python ``str`` (encoded as UTF-8), ``bytes``, ``bytearray`` or ``memoryview`` items.
 
         Lone surrogates in a ``str`` are kept as their (invalid) UTF-8 bytes, so nothing is lost;
-        decoding turns them into U+FFFD.
+        decoding turns them into U+FFFD. Any other item (a number, ``None``) is a ``TypeError``
+        naming its index, and so is a bare string (it is one text, not a batch of characters).
 
-        >>> TextBatch.from_strings([b"\\xff", "a"]).to_bytes_list()
-        [b'\\xff', b'a']
+        >>> TextBatch.from_strings([b"\\xff", "a", bytearray(b"b")]).to_bytes_list()
+        [b'\\xff', b'a', b'b']
+        >>> TextBatch.from_strings(["a", 5])
+        Traceback (most recent call last):
+        ...
+        TypeError: item 1 is int, not str, bytes, bytearray or memoryview
         """
-        encoded = [s.encode("utf-8", "surrogatepass") if isinstance(s, str) else bytes(s) for s in items]
+        if isinstance(items, (str, bytes, bytearray, memoryview)):
+            raise TypeError(f"expected a batch of strings, got a single {type(items).__name__}; wrap it in a list")
+        encoded = [_item_bytes(i, s) for i, s in enumerate(items)]
         offsets = np.zeros(len(encoded) + 1, np.int64)
         np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
         data = np.frombuffer(b"".join(encoded), np.uint8)
@@ -190,6 +197,14 @@ class TextBatch(RaggedArray):
         return TextBatch(xp.asarray(self.values), xp.asarray(self.offsets), check=False)
 
 
+def _item_bytes(index: int, item: Any) -> bytes:
+    if isinstance(item, str):
+        return item.encode("utf-8", "surrogatepass")
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        return bytes(item)
+    raise TypeError(f"item {index} is {type(item).__name__}, not str, bytes, bytearray or memoryview")
+
+
 def as_text_batch(texts: Any) -> TextBatch:
     """Accept a :class:`TextBatch`, a pyarrow array, or an iterable of ``str``/``bytes``.
 
@@ -200,6 +215,4 @@ def as_text_batch(texts: Any) -> TextBatch:
         return texts
     if type(texts).__module__.startswith("pyarrow"):
         return TextBatch.from_arrow(texts)
-    if isinstance(texts, (str, bytes)):
-        raise TypeError("expected a batch of strings, got a single string; wrap it in a list")
     return TextBatch.from_strings(texts)

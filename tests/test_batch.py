@@ -34,8 +34,23 @@ def test_empty_batch():
 
 
 def test_single_string_is_rejected_with_a_clear_error():
-    with pytest.raises(TypeError, match="single string"):
+    with pytest.raises(TypeError, match="single str"):
         utf8.decode("abc", "cpu")
+    with pytest.raises(TypeError, match="single bytes"):
+        TextBatch.from_strings(b"abc")
+
+
+@pytest.mark.parametrize("items, index, kind", [(["a", 5], 1, "int"), ([300_000_000], 0, "int"),
+                                                (["a", "b", None], 2, "NoneType"), ([["a"]], 0, "list")])
+def test_items_that_are_not_text_are_refused_by_index(items, index, kind):
+    """A number is not turned into that many NUL bytes, nor anything else into text."""
+    with pytest.raises(TypeError, match=f"item {index} is {kind}, not str"):
+        TextBatch.from_strings(items)
+
+
+def test_every_bytes_like_item_is_accepted():
+    batch = TextBatch.from_strings(["é", b"\xff", bytearray(b"ab"), memoryview(b"cd")])
+    assert batch.to_bytes_list() == ["é".encode(), b"\xff", b"ab", b"cd"]
 
 
 @pytest.mark.parametrize("kind", [pa.string(), pa.large_string(), pa.binary(), pa.large_binary()])
