@@ -21,24 +21,16 @@ import numpy as np
 from benchmarks.corpora import load_lines
 from benchmarks.harness import Config, Measurement
 from gpu_text import TextBatch
-from gpu_text.ragged import row_ids
-from gpu_text.tokenizer.bpe_trainer import BPETrainer, TrainedModel
+from gpu_text.tokenizer.bpe_trainer import BPETrainer
+from gpu_text.tokenizer.tokenizer import Tokenizer
 
 PEER = "sentencepiece BPE trainer"
 
 
-def count_tokens(model: TrainedModel, trainer: BPETrainer, lines: list[bytes], chunk: int = 20_000) -> int:
-    """Tokens our model gives ``lines`` (Normalizer → PreTokenizer → BPEModel, byte fallback)."""
-    bpe = model.bpe_model()
-    total = 0
-    for i in range(0, len(lines), chunk):
-        batch = TextBatch.from_strings(lines[i:i + chunk])
-        text = trainer.normalizer.normalize(batch, "cpu", with_alignment=False).text
-        pre = trainer.pre_tokenizer.pre_tokenize(text, "cpu")
-        starts, ends = pre.starts.to_numpy(), pre.ends.to_numpy()
-        base = text.offsets[:-1][row_ids(starts.offsets)]
-        total += int(bpe.encode_pre_tokens(text.data, starts.values + base, ends.values + base, "cpu").ids.size)
-    return total
+def count_tokens(tokenizer: Tokenizer, lines: list[bytes], chunk: int = 20_000) -> int:
+    """Tokens the trained tokenizer gives ``lines`` (Normalizer → PreTokenizer → BPEModel, byte fallback)."""
+    return sum(int(tokenizer.encode(TextBatch.from_strings(lines[i:i + chunk]), "cpu").ids.values.size)
+               for i in range(0, len(lines), chunk))
 
 
 def train_sentencepiece(path: Path, prefix: Path, vocab_size: int, coverage: float, by_script: bool) -> None:
@@ -79,9 +71,9 @@ def run(config: Config) -> list[Measurement]:
 
                 trainer = BPETrainer(vocab_size=vocab, character_coverage=0.9995, split=split, progress=False)
                 start = time.perf_counter()
-                model = trainer.train(path)
+                model = trainer.fit(path).model_
                 ours_seconds = time.perf_counter() - start
-                ours_tokens = count_tokens(model, trainer, held_out)
+                ours_tokens = count_tokens(trainer.tokenizer_, held_out)
 
                 sp_bpt, ours_bpt = held_bytes / max(sp_tokens, 1), held_bytes / max(ours_tokens, 1)
                 sp_flags = "split_by_whitespace" + (" + unicode_script + number" if split == "word" else " only")

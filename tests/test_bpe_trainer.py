@@ -32,7 +32,7 @@ def corpus_file(tmp_path_factory):
 
 
 def test_layout(corpus_file):
-    model = trainer(vocab_size=259 + 120).train(corpus_file)
+    model = trainer(vocab_size=259 + 120).fit(corpus_file).model_
     assert len(model) == 259 + 120
     assert model.pieces[:3] == ["<unk>", "<s>", "</s>"]
     assert model.types[:3].tolist() == [PieceType.UNKNOWN, PieceType.CONTROL, PieceType.CONTROL]
@@ -54,8 +54,8 @@ def test_layout(corpus_file):
 
 
 def test_deterministic(corpus_file):
-    a = trainer(vocab_size=259 + 150).train(corpus_file)
-    b = trainer(vocab_size=259 + 150).train(corpus_file)
+    a = trainer(vocab_size=259 + 150).fit(corpus_file).model_
+    b = trainer(vocab_size=259 + 150).fit(corpus_file).model_
     assert a.pieces == b.pieces and a.scores.tolist() == b.scores.tolist() and a.u == b.u
 
 
@@ -64,20 +64,20 @@ def test_best_symbol_rule():
     # er, ew, ne, we tie at 3 with two characters: er first, then ew; then new (3 characters)
     # beats ewer (4 characters) at the same frequency.
     counts = PreTokenCounts.from_dict({"low": 5, "lowest": 2, "newer": 3})
-    model = trainer(vocab_size=259 + 5 + 8).train_from_counts(counts)
+    model = trainer(vocab_size=259 + 5 + 8).fit_counts(counts).model_
     assert model.pieces[259:259 + 5] == ["lo", "low", "er", "ew", "new"]
     assert model.required_chars == ["w", "e", "l", "o", "n", "r", "s", "t"]
 
 
 def test_frequency_weighs_pre_token_counts():
     # "ba" appears in one pre-token seen 10 times, "ab" in two seen once each
-    model = trainer(vocab_size=259 + 4).train_from_counts(PreTokenCounts.from_dict({"ba": 10, "ab": 1, "xab": 1}))
+    model = trainer(vocab_size=259 + 4).fit_counts(PreTokenCounts.from_dict({"ba": 10, "ab": 1, "xab": 1})).model_
     assert model.pieces[259] == "ba"
 
 
 def test_coverage_unknown_characters_never_merge():
     counts = PreTokenCounts.from_dict({"ab": 100, "az": 1, "zz": 1})
-    model = trainer(vocab_size=259 + 20, character_coverage=0.98).train_from_counts(counts)
+    model = trainer(vocab_size=259 + 20, character_coverage=0.98).fit_counts(counts).model_
     assert model.required_chars == ["a", "b"]
     assert not any("z" in p for p in model.pieces)
     assert model.pieces[259:] == ["ab", "a", "b"]  # nothing else can merge
@@ -88,18 +88,18 @@ def test_coverage_unknown_characters_never_merge():
 
 def test_max_piece_size_in_bytes():
     text = ["abcdefgh " * 40, "自然语言处理自然语言处理 " * 30]
-    model = trainer(vocab_size=259 + 60, max_piece_size=6).train_from_texts(text)
+    model = trainer(vocab_size=259 + 60, max_piece_size=6).fit_texts(text).model_
     merges = model.pieces[259:259 + model.n_merges]
     assert merges and max(len(p.encode()) for p in merges) <= 6
     han = [p for p in merges if "\u4e00" <= p[0] <= "\u9fff"]
     assert han and max(len(p) for p in han) == 2
-    longer = trainer(vocab_size=259 + 60, max_piece_size=16).train_from_texts(text)
+    longer = trainer(vocab_size=259 + 60, max_piece_size=16).fit_texts(text).model_
     assert max(len(p.encode()) for p in longer.pieces[259:259 + longer.n_merges]) > 6
 
 
 def test_model_file_round_trip_and_encoding(corpus_file, tmp_path):
     t = trainer(vocab_size=259 + 100)
-    model = t.train(corpus_file)
+    model = t.fit(corpus_file).model_
     path = tmp_path / "m.model"
     model.save(path)
     loaded = read_model_file(path)
@@ -109,8 +109,8 @@ def test_model_file_round_trip_and_encoding(corpus_file, tmp_path):
     assert loaded.counter == model.counter and loaded.pretokenizer == model.pretokenizer
     bpe = BPEModel(loaded.pieces.pieces, loaded.pieces.scores, loaded.pieces.types, unk_id=loaded.counter.unk_id)
     lines = CORPUS.splitlines()[:4]
-    normalized = t.normalizer.normalize_strings(lines)
-    pre = t.pre_tokenizer.pre_tokenize_strings(normalized)
+    normalized = t.tokenizer_.normalizer.normalize_strings(lines)
+    pre = t.tokenizer_.pre_tokenizer.pre_tokenize_strings(normalized)
     for tokens, text in zip(pre, normalized):
         ids = [i for row in bpe.encode_strings(tokens) for i in row]
         assert 0 not in ids  # nothing unknown: every character is a piece
@@ -120,8 +120,8 @@ def test_model_file_round_trip_and_encoding(corpus_file, tmp_path):
 
 def test_streaming_matches_one_chunk(corpus_file):
     assert corpus_file.stat().st_size > 3 * 1000
-    small = trainer(vocab_size=259 + 150, chunk_bytes=1000).train(corpus_file)
-    whole = trainer(vocab_size=259 + 150, chunk_bytes=1 << 24).train(corpus_file)
+    small = trainer(vocab_size=259 + 150, chunk_bytes=1000).fit(corpus_file).model_
+    whole = trainer(vocab_size=259 + 150, chunk_bytes=1 << 24).fit(corpus_file).model_
     assert small.pieces == whole.pieces and small.scores.tolist() == whole.scores.tolist()
 
 
@@ -134,16 +134,16 @@ def test_count_pre_tokens_across_batches():
 
 def test_vocab_too_small_for_required_characters():
     with pytest.raises(ValueError, match="required"):
-        trainer(vocab_size=259 + 2).train_from_texts(["abcdef"])
+        trainer(vocab_size=259 + 2).fit_texts(["abcdef"])
 
 
 def test_jsonl_input(tmp_path):
     path = tmp_path / "docs.jsonl"
     path.write_text("".join(json.dumps({"body": line}) + "\n" for line in CORPUS.splitlines()), encoding="utf-8")
-    from_jsonl = trainer(vocab_size=259 + 100).train(path, field="body")
+    from_jsonl = trainer(vocab_size=259 + 100).fit(path, field="body").model_
     txt = tmp_path / "docs.txt"
     txt.write_text(CORPUS, encoding="utf-8")
-    assert from_jsonl.pieces == trainer(vocab_size=259 + 100).train(txt).pieces
+    assert from_jsonl.pieces == trainer(vocab_size=259 + 100).fit(txt).model_.pieces
 
 
 def test_parquet_input(tmp_path):
@@ -153,13 +153,13 @@ def test_parquet_input(tmp_path):
     pq.write_table(pa.table({"content": CORPUS.splitlines()}), path, row_group_size=7)
     txt = tmp_path / "docs.txt"
     txt.write_text(CORPUS, encoding="utf-8")
-    from_parquet = trainer(vocab_size=259 + 100, chunk_bytes=500).train(path, column="content")
-    assert from_parquet.pieces == trainer(vocab_size=259 + 100).train(txt).pieces
+    from_parquet = trainer(vocab_size=259 + 100, chunk_bytes=500).fit(path, field="content").model_
+    assert from_parquet.pieces == trainer(vocab_size=259 + 100).fit(txt).model_.pieces
 
 
 def test_cli(corpus_file, tmp_path):
     out = tmp_path / "cli.model"
-    assert main(["train-tokenizer", str(corpus_file), "--output", str(out), "--vocab-size", "90",
+    assert main(["train-tokenizer", str(corpus_file), "--output", str(out), "--vocab-size", "349",
                  "--character-coverage", "1", "--split", "isolate", "--digits", "split"]) == 0
     loaded = read_model_file(out)
     assert len(loaded.pieces) == 259 + 90
@@ -168,7 +168,7 @@ def test_cli(corpus_file, tmp_path):
 
 
 def test_extra_tokens_are_user_defined():
-    model = trainer(vocab_size=259 + 2 + 4, extra_tokens=["<mask>", "<sep>"]).train_from_texts(["abab"])
+    model = trainer(vocab_size=259 + 2 + 4, extra_tokens=["<mask>", "<sep>"]).fit_texts(["abab"]).model_
     assert model.pieces[259:261] == ["<mask>", "<sep>"]
     assert model.types[259:261].tolist() == [PieceType.USER_DEFINED] * 2
     assert model.counter.extra_tokens == ["<mask>", "<sep>"]

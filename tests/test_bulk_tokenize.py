@@ -56,3 +56,17 @@ def test_missing_field_is_a_clear_error(tmp_path, capsys):
     jsonl.write_text('{"text": "a"}\n', encoding="utf-8")
     assert main(["tokenize", "--model", str(MODEL), "--field", "body", str(jsonl), str(tmp_path / "o.parquet")]) == 2
     assert "no field 'body'" in capsys.readouterr().err
+
+
+def test_compressed_jsonl_and_stdin_inputs(tmp_path, monkeypatch):
+    import gzip
+    import io
+    import sys
+
+    pq = require("pyarrow.parquet")
+    jsonl = tmp_path / "docs.JSONL.gz"
+    jsonl.write_bytes(gzip.compress("".join(json.dumps({"text": d}) + "\n" for d in DOCS).encode("utf-8")))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("\r\n".join(DOCS).encode("utf-8"))))
+    out = tmp_path / "ids.parquet"
+    assert main(["tokenize", "--model", str(MODEL), "--backend", "cpu", str(jsonl), "-", str(out)]) == 0
+    assert pq.read_table(out).column("ids").to_pylist() == expected_ids() * 2

@@ -50,3 +50,23 @@ def test_score_and_train_dict(tmp_path, capsys):
                  "--min-count", "2", "--backend", "cpu"]) == 0
     words = dict(line.split("\t") for line in trained.read_text(encoding="utf-8").splitlines())
     assert words["人工智能"] == "40" and words["学习"] == "60" and "人工" not in words
+
+
+def test_segment_reads_any_document_input(tmp_path, capsys, monkeypatch):
+    import gzip
+    import io
+    import sys
+
+    dictionary = tmp_path / "d.tsv"
+    dictionary.write_text("英国\t80\n英国人\t100\n", encoding="utf-8")
+    jsonl = tmp_path / "in.JSONL.gz"  # compressed, upper-case suffix, a field other than 'text'
+    jsonl.write_bytes(gzip.compress('{"body": "英国人"}\n{"body": "a\\u2028b"}\n'.encode()))
+    out = tmp_path / "out.txt"
+    assert main(["segment", "--dict", str(dictionary), "--field", "body", "--backend", "cpu", str(jsonl),
+                 str(out)]) == 0
+    assert out.read_text(encoding="utf-8").split("\n") == ["英国人", "a b", ""]  # one line per document
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("英国人\r\n\r\n英国".encode())))
+    capsys.readouterr()
+    assert main(["segment", "--dict", str(dictionary), "--backend", "cpu", "-", "-"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "英国人\n\n英国\n" and "segmented 3 lines" in captured.err

@@ -84,3 +84,22 @@ def test_dictionary_formats_and_errors(tmp_path):
         load_dictionary(path)
     with pytest.raises(DictionaryError, match="negative"):
         parse_dictionary(["a\t-1"])
+
+
+@pytest.mark.parametrize("compat", [None, "jieba"])
+def test_word_ends_matches_segment_on_han_runs(backend, compat):
+    """The public lattice of given spans (what the PreTokenizer cuts Han runs with) ends the words
+    where :meth:`Segmenter.segment` does."""
+    from gpu_text.backend import get_backend
+
+    seg = Segmenter(dictionary({"我们": 8, "在": 6, "学习": 7, "人工智能": 10, "人工": 3, "智能": 3, "南京": 5}),
+                    compat=compat)
+    runs = ["我们在学习人工智能", "南京", "未知的词", "学"]
+    raw = "".join(runs).encode()
+    bounds = np.cumsum([0] + [len(r.encode()) for r in runs])
+    xp = get_backend(backend).xp
+    ends = seg.word_ends(xp.asarray(np.frombuffer(raw, np.uint8)), xp.asarray(bounds[:-1]), xp.asarray(bounds[1:]),
+                         backend).to_pylist()
+    for run, start, run_ends in zip(runs, bounds[:-1].tolist(), ends):
+        words = cut(seg, run, backend)
+        assert [e - start for e in run_ends] == np.cumsum([len(w.encode()) for w in words]).tolist()

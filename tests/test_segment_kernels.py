@@ -80,6 +80,6 @@ def test_forward_longest_match_cold_start():
     lattice = segmenter.lattice(batch, get_backend("cpu"))
     values, offsets = forward_longest_match(lattice.data, lattice.span_starts, lattice.span_ends, lattice.edge_starts,
                                             lattice.edge_ends, lattice.edge_values, lattice.edge_offsets)
-    words = segmenter.dictionary_.words
+    words = segmenter.dictionary.words
     assert [words[v] if v >= 0 else None for v in values] == ["南京市", "长江", "大桥"]
     assert offsets.tolist() == [0, 3]

@@ -16,6 +16,7 @@ observation string is for people (Wapiti's key) and is ignored on loading.
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 import time
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ from gpu_text.crf.data import bmes_to_words
 from gpu_text.crf.features import Encoded, FeatureSpace, occurrences
 from gpu_text.crf.optimize import Step, minimize, vector_op, sgd_l1
 from gpu_text.crf.patterns import parse_patterns
+from gpu_text.estimator import Estimator
 
 # Wapic's Chinese word segmentation template (the seed's 10 unigram patterns and the transitions).
 CHINESE_SEGMENTATION_PATTERN = """\
@@ -66,12 +68,16 @@ def _unescape(text: str) -> str:
 
 
 
-class CRF:
+class CRF(Estimator):
     """A linear-chain CRF over Wapiti patterns, trained with L-BFGS (``rho1 == 0``), OWL-QN
     (``rho1 > 0``) or mini-batch SGD-L1 (``algorithm="sgd-l1"``).
 
     ``X`` is a list of sentences, each a list of tokens (a string, or a tuple of column strings);
-    ``y`` a list of label lists.
+    ``y`` a list of label lists. ``pattern=None`` is :data:`CHINESE_SEGMENTATION_PATTERN`.
+
+    An estimator (:mod:`gpu_text.estimator`): :meth:`fit` learns ``labels_``, ``space_`` (the
+    observations), ``unigram_weights_``, ``bigram_weights_`` and ``history_`` (one record per
+    iteration); :meth:`load` gives a fitted CRF without ``history_``.
 
     >>> X = [["a", "b", "a"], ["b", "b"], ["a"]]
     >>> y = [["A", "B", "A"], ["B", "B"], ["A"]]
@@ -87,7 +93,7 @@ class CRF:
                  epsilon: float = 1e-5, stop_window: int = 5, stop_eps: float = 0.02, batch_size: int = 256,
                  learning_rate: float = 0.1, seed: int = 0, backend: str | Backend | None = None,
                  verbose: bool = False) -> None:
-        self.pattern = CHINESE_SEGMENTATION_PATTERN if pattern is None else pattern
+        self.pattern = pattern
         self.algorithm = algorithm
         self.rho1 = rho1
         self.rho2 = rho2
@@ -102,10 +108,25 @@ class CRF:
         self.seed = seed
         self.backend = backend
         self.verbose = verbose
-        self.labels_: list[str] = []
-        self.history_: list[dict] = []
 
     # -- training -------------------------------------------------------------------------------
+
+    def _validate_params(self) -> str:
+        """Checks the parameters; returns the algorithm ``"auto"`` stands for."""
+        self._require(self.pattern is None or isinstance(self.pattern, str), "pattern", "a string or None")
+        self._require(self.algorithm in ("auto", "l-bfgs", "owl-qn", "sgd-l1"), "algorithm",
+                      "'auto', 'l-bfgs', 'owl-qn' or 'sgd-l1'")
+        for name in ("rho1", "rho2", "epsilon", "stop_eps"):
+            value = getattr(self, name)
+            self._require(isinstance(value, numbers.Real) and value >= 0, name, "a number >= 0")
+        self._require(isinstance(self.learning_rate, numbers.Real) and self.learning_rate > 0, "learning_rate",
+                      "a number > 0")
+        for name, minimum in (("history", 1), ("max_linesearch", 1), ("max_iterations", 0), ("stop_window", 0),
+                              ("batch_size", 1), ("seed", 0)):
+            self._require_int(name, minimum)
+        if self.algorithm != "auto":
+            return self.algorithm
+        return "owl-qn" if self.rho1 > 0 else "l-bfgs"
 
     def _label_ids(self, y: Sequence[Sequence[str]]) -> np.ndarray:
         index = {label: i for i, label in enumerate(self.labels_)}
@@ -119,22 +140,27 @@ class CRF:
             y_dev: Sequence[Sequence[str]] | None = None) -> "CRF":
         """Learn the observations of ``X`` and train the weights; with ``X_dev``/``y_dev`` the
         per-iteration error rate (and Wapiti's error-window stopping rule) uses them, Viterbi-decoded,
-        else the training data's posterior decoding. See the class example."""
+        else the training data's posterior decoding; returns ``self``.
+
+        >>> CRF(rho1=-1.0).fit([["a"]], [["A"]])
+        Traceback (most recent call last):
+        ...
+        ValueError: CRF: rho1 must be a number >= 0, got -1.0
+        """
+        algorithm = self._validate_params()
         if len(X) != len(y) or any(len(a) != len(b) for a, b in zip(X, y)):
             raise ValueError("X and y must have the same sentences and lengths")
         backend = get_backend(self.backend)
         started = time.perf_counter()
+        pattern = CHINESE_SEGMENTATION_PATTERN if self.pattern is None else self.pattern
         self.labels_ = sorted({label for labels in y for label in labels})
-        self.space_ = FeatureSpace(parse_patterns(self.pattern)).fit(X)
+        self.space_ = FeatureSpace(parse_patterns(pattern)).fit(X)
         data = self.space_.encode(X, self._label_ids(y))
         n_labels = len(self.labels_)
         self.n_unigram_, self.n_bigram_ = self.space_.n_unigram, self.space_.n_bigram
         self.extract_seconds_ = time.perf_counter() - started
         dev = self.space_.encode(X_dev, self._label_ids(y_dev)).to(backend.xp) if X_dev is not None else None
         self.history_ = []
-        algorithm = self.algorithm if self.algorithm != "auto" else ("owl-qn" if self.rho1 > 0 else "l-bfgs")
-        if algorithm not in ("l-bfgs", "owl-qn", "sgd-l1"):
-            raise ValueError(f"algorithm must be 'auto', 'l-bfgs', 'owl-qn' or 'sgd-l1' (got {algorithm!r})")
         size = self.n_unigram_ * n_labels + self.n_bigram_ * n_labels * n_labels
         x0 = backend.xp.zeros(size)
         errors: list[float] = []
@@ -241,8 +267,7 @@ class CRF:
     # -- inference ------------------------------------------------------------------------------
 
     def _encode(self, X: Sequence[Sequence], backend: Backend) -> Encoded:
-        if not hasattr(self, "space_"):
-            raise ValueError("this CRF is not fitted; call fit() or CRF.load() first")
+        self._check_fitted("space_", "unigram_weights_", "bigram_weights_")
         return self.space_.encode(X).to(backend.xp)
 
     def _split_rows(self, flat: np.ndarray, X: Sequence[Sequence]) -> list:
@@ -305,6 +330,7 @@ class CRF:
         >>> CRF.load(path, backend="cpu").predict([["b", "a"]])
         [['B', 'A']]
         """
+        self._check_fitted("space_", "unigram_weights_", "bigram_weights_")
         space = self.space_
         lines = [FORMAT, f"labels {len(self.labels_)}", *map(_escape, self.labels_)]
         patterns = [p.text for p in space.patterns]
@@ -340,9 +366,9 @@ class CRF:
             position[0] += 1 + count
             return body
 
-        crf = cls(pattern="", backend=backend)
-        crf.labels_ = [_unescape(s) for s in section("labels")]
-        crf.pattern = "\n".join(_unescape(s) for s in section("patterns"))
+        labels = [_unescape(s) for s in section("labels")]
+        crf = cls(pattern="\n".join(_unescape(s) for s in section("patterns")), backend=backend)
+        crf.labels_ = labels
         space = FeatureSpace(parse_patterns(crf.pattern))
         for value in section("values"):
             space.values.add(_unescape(value))

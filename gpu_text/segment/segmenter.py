@@ -26,6 +26,7 @@ from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch, as_text_batch
 from gpu_text.ragged import RaggedArray, row_ids
 from gpu_text.segment.dictionary import Dictionary, load_dictionary
+from gpu_text.specs import spec_list, spec_mapping, spec_value
 from gpu_text.trie import DoubleArrayTrie
 
 COMPAT_MODES = (None, "dictcut", "jieba")
@@ -52,7 +53,7 @@ class Lattice:
     def viterbi_args(self, segmenter: "Segmenter") -> tuple:
         """The arguments of the ``viterbi_segment`` kernel twin (``viterbi_loss`` adds the jobs)."""
         return (self.data, self.span_starts, self.span_ends, self.edge_starts, self.edge_ends, self.edge_values,
-                self.edge_offsets, self.weights, segmenter.unknown_weight_, segmenter.tail_score_,
+                self.edge_offsets, self.weights, segmenter.unknown_weight, segmenter.tail_score,
                 segmenter.jieba_mode)
 
 
@@ -90,6 +91,9 @@ class Segmentation:
 class Segmenter:
     """Dictionary word segmenter (DictCut); ``compat="jieba"`` matches jieba's ``HMM=False`` cut.
 
+    Built, not learnt (no ``fit``): the constructor loads ``dictionary`` (a path is read into a
+    :class:`Dictionary`), builds its trie and computes the word weights.
+
     >>> seg = Segmenter(Dictionary(["他", "是", "英国", "英国人", "人"], np.array([50, 40, 80, 100, 30]), 300))
     >>> seg.cut("他是英国人Tom")
     ['他', '是', '英国人', 'Tom']
@@ -98,20 +102,19 @@ class Segmenter:
     def __init__(self, dictionary: Dictionary | str | Path | None = None, compat: str | None = None) -> None:
         if compat not in COMPAT_MODES:
             raise ValueError(f"compat must be one of {COMPAT_MODES}, got {compat!r}")
-        self.dictionary = dictionary
         self.compat = compat
-        self.dictionary_ = load_dictionary(dictionary) if isinstance(dictionary, (str, Path)) else dictionary
-        self.trie_: DoubleArrayTrie | None = None
-        self.weights_, self.unknown_weight_, self.tail_score_ = self._weights()
-        if self.dictionary_ is not None and len(self.dictionary_):
-            self.trie_ = DoubleArrayTrie.build([w.encode() for w in self.dictionary_.words])
+        self.dictionary = load_dictionary(dictionary) if isinstance(dictionary, (str, Path)) else dictionary
+        self.trie: DoubleArrayTrie | None = None
+        self.weights, self.unknown_weight, self.tail_score = self._weights()
+        if self.dictionary is not None and len(self.dictionary):
+            self.trie = DoubleArrayTrie.build([w.encode() for w in self.dictionary.words])
 
     @property
     def jieba_mode(self) -> bool:
         return self.compat == "jieba"
 
     def _weights(self) -> tuple[np.ndarray, float, float]:
-        d = self.dictionary_
+        d = self.dictionary
         if d is None or len(d) == 0:
             return np.zeros(1, np.float64), 0.0, 1.0
         total = float(max(d.total, 1))
@@ -136,19 +139,40 @@ class Segmenter:
         word_ends, word_values, word_offsets = be.op("segment", "viterbi_segment")(*lattice.viterbi_args(self))
         return self._assemble(batch, be.xp, lattice, word_ends, word_values, word_offsets)
 
+    def word_ends(self, data: Any, span_starts: Any, span_ends: Any, backend: str | Backend | None = None
+                  ) -> RaggedArray:
+        """The best path's word ends (byte offsets into ``data``) in each span ``[start, end)`` of
+        ``data``, every span taken as one Han run (no pre-split): what a caller that finds its own
+        Han runs (the ``PreTokenizer``) cuts them with. Arrays on ``backend``'s device.
+
+        >>> seg = Segmenter(Dictionary(["英国", "英国人"], np.array([80, 100]), 300))
+        >>> data = np.frombuffer("他是英国人".encode(), np.uint8)
+        >>> seg.word_ends(data, np.array([0, 6]), np.array([6, 15]), backend="cpu").to_pylist()
+        [[3, 6], [15]]
+        """
+        be = get_backend(backend)
+        edges = self._edges(data, span_starts, span_ends, be)
+        word_ends, _, word_offsets = be.op("segment", "viterbi_segment")(
+            data, span_starts, span_ends, *edges, be.xp.asarray(self.weights), self.unknown_weight, self.tail_score,
+            self.jieba_mode)
+        return RaggedArray(word_ends, word_offsets, check=False)
+
     def lattice(self, batch: TextBatch, be: Backend) -> "Lattice":
         """Pre-split ``batch`` (already on ``be``'s device) and search its Han runs in the trie."""
         xp = be.xp
         starts, ends, is_han, token_rows = be.op("segment", "presplit")(batch.data, batch.offsets)
         han = xp.flatnonzero(is_han)
         span_starts, span_ends = xp.ascontiguousarray(starts[han]), xp.ascontiguousarray(ends[han])
-        if self.trie_ is not None:
-            edges = self.trie_.prefix_search_spans(batch.data, span_starts, span_ends, backend=be)
-        else:
-            empty = xp.zeros(0, xp.int64)
-            edges = (empty, empty, xp.zeros(0, xp.int32), xp.zeros(han.size + 1, xp.int64))
-        return Lattice(batch.data, starts, ends, is_han, token_rows, han, span_starts, span_ends, *edges,
-                       xp.asarray(self.weights_))
+        return Lattice(batch.data, starts, ends, is_han, token_rows, han, span_starts, span_ends,
+                       *self._edges(batch.data, span_starts, span_ends, be), xp.asarray(self.weights))
+
+    def _edges(self, data: Any, span_starts: Any, span_ends: Any, be: Backend) -> tuple[Any, Any, Any, Any]:
+        """The dictionary words found in each span: (starts, ends, word ids, per-span offsets)."""
+        if self.trie is not None:
+            return self.trie.prefix_search_spans(data, span_starts, span_ends, backend=be)
+        xp = be.xp
+        empty = xp.zeros(0, xp.int64)
+        return empty, empty, xp.zeros(0, xp.int32), xp.zeros(span_starts.size + 1, xp.int64)
 
     @staticmethod
     def _assemble(batch: TextBatch, xp: Any, lattice: "Lattice", word_ends: Any, word_values: Any,
@@ -191,6 +215,61 @@ class Segmenter:
         """
         return self.segment([text], backend).words()[0]
 
+    def to_dict(self) -> dict[str, Any]:
+        """The dictionary (words, frequencies, total: what the weights come from) and the compat mode.
+
+        >>> Segmenter(Dictionary(["你好"], np.array([3]), 5), compat="jieba").to_dict()
+        {'dictionary': {'words': ['你好'], 'freqs': [3], 'total': 5}, 'compat': 'jieba'}
+        """
+        d = self.dictionary
+        words = None if d is None else {"words": list(d.words), "freqs": d.freqs.tolist(), "total": int(d.total)}
+        return {"dictionary": words, "compat": self.compat}
+
+    @classmethod
+    def from_dict(cls, spec: Any) -> "Segmenter":
+        """The segmenter a :meth:`to_dict` spec describes (a malformed one is a ``ValueError`` saying why).
+
+        >>> Segmenter.from_dict(Segmenter(Dictionary(["你好"], np.array([3]), 5)).to_dict()).cut("你好吗")
+        ['你好', '吗']
+        """
+        return cls(*cls.arguments_from_dict(spec))
+
+    @staticmethod
+    def arguments_from_dict(spec: Any) -> tuple[Dictionary | None, str | None]:
+        """The ``(dictionary, compat)`` a :meth:`to_dict` spec describes, checked (for owners that
+        build their own segmenter from them, as :class:`~gpu_text.tokenizer.PreTokenizer` does).
+
+        >>> Segmenter.arguments_from_dict({"dictionary": {"words": ["a", "a"], "freqs": [1, 2], "total": 3},
+        ...                                "compat": None})
+        Traceback (most recent call last):
+        ...
+        ValueError: Segmenter spec: dictionary word 1 ('a') is given twice
+        """
+        spec = spec_mapping(spec, "Segmenter", ("dictionary", "compat"))
+        compat = spec_value(spec, "compat", (str, type(None)), "Segmenter")
+        if compat not in COMPAT_MODES:
+            raise ValueError(f"Segmenter spec: compat must be one of {COMPAT_MODES}, got {compat!r}")
+        words = spec_value(spec, "dictionary", (dict, type(None)), "Segmenter")
+        if words is None:
+            return None, compat
+        words = spec_mapping(words, "Segmenter dictionary", ("words", "freqs", "total"))
+        names = spec_list(words, "words", str, "Segmenter dictionary")
+        freqs = spec_list(words, "freqs", int, "Segmenter dictionary")
+        total = spec_value(words, "total", int, "Segmenter dictionary")
+        if len(freqs) != len(names):
+            raise ValueError(f"Segmenter spec: {len(names)} dictionary words but {len(freqs)} frequencies")
+        if min(freqs, default=0) < 0 or total < 0:
+            raise ValueError("Segmenter spec: frequencies and the total must not be negative")
+        seen: set[str] = set()
+        for index, word in enumerate(names):
+            # the trie is built from the words' UTF-8, with NUL as its terminator
+            if not word or "\x00" in word or any("\ud800" <= c <= "\udfff" for c in word):
+                raise ValueError(f"Segmenter spec: dictionary word {index} ({word!r}) is empty, holds a NUL "
+                                 "or is not valid text")
+            if word in seen:
+                raise ValueError(f"Segmenter spec: dictionary word {index} ({word!r}) is given twice")
+            seen.add(word)
+        return Dictionary(list(names), np.array(freqs, np.int64), total), compat
 
 def segment_words(texts: Any, dictionary: Dictionary | str | Path | None = None, compat: str | None = None,
                   backend: str | Backend | None = None) -> list[list[str]]:

@@ -17,6 +17,7 @@ non-ASCII word as bytes / 3; here they are counted exactly.)
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,9 +27,10 @@ import numpy as np
 from gpu_text.arrays import to_host
 from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch
+from gpu_text.documents import DEFAULT_CHUNK_BYTES, read_documents, total_bytes
+from gpu_text.estimator import Estimator
 from gpu_text.segment.dictionary import Dictionary
 from gpu_text.segment.segmenter import Segmenter
-from gpu_text.textio import DEFAULT_CHUNK_BYTES, iter_line_batches
 
 
 @dataclass
@@ -40,14 +42,19 @@ class TrainingRound:
     tokens: int
 
 
-class DictionaryTrainer:
+class DictionaryTrainer(Estimator):
     """Train word frequencies by Hard EM with loss-based pruning (DictCut).
+
+    An estimator (:mod:`gpu_text.estimator`): :meth:`fit` learns ``dictionary_`` (the trained
+    :class:`Dictionary`) and ``history_`` (one :class:`TrainingRound` per step).
 
     >>> import tempfile, os
     >>> corpus = os.path.join(tempfile.mkdtemp(), "c.txt")
     >>> _ = open(corpus, "w").write("我们学习人工智能\\n我们学习\\n人工智能学习\\n" * 20)
     >>> trainer = DictionaryTrainer(target_size=6, min_count=2, progress=False)
-    >>> d = trainer.train(["我们", "学习", "人工", "智能", "人工智能", "我", "们", "学", "习"], [corpus])
+    >>> trainer
+    DictionaryTrainer(target_size=6, min_count=2, progress=False)
+    >>> d = trainer.fit(["我们", "学习", "人工", "智能", "人工智能", "我", "们", "学", "习"], [corpus]).dictionary_
     >>> sorted(zip(d.words, d.freqs.tolist()))[:3]
     [('人工智能', 40), ('学习', 60), ('我们', 40)]
     """
@@ -63,33 +70,49 @@ class DictionaryTrainer:
         self.backend = backend
         self.progress = progress
 
-    def train(self, candidates: Iterable[str], corpus: Sequence[str | Path]) -> Dictionary:
-        """Frequencies for (a subset of) ``candidates`` learned from the ``corpus`` files."""
-        self.history_: list[TrainingRound] = []
+    def fit(self, candidates: Iterable[str], corpus: Sequence[str | Path]) -> "DictionaryTrainer":
+        """Learns frequencies for (a subset of) ``candidates`` from the ``corpus`` files; returns
+        ``self`` (see the class example).
+
+        >>> DictionaryTrainer(keep_fraction=2.0).fit(["我"], [])
+        Traceback (most recent call last):
+        ...
+        ValueError: DictionaryTrainer: keep_fraction must be a number in [0, 1], got 2.0
+        """
+        self._validate_params()
+        history: list[TrainingRound] = []
         words = list(dict.fromkeys(w for w in candidates if w))
-        dictionary = self._count(Dictionary(words, np.ones(len(words), np.int64), len(words)), corpus, cold=True)
+        dictionary = self._count(Dictionary(words, np.ones(len(words), np.int64), len(words)), corpus, history,
+                                 cold=True)
         while len(dictionary) > self.target_size:
             for _ in range(self.sub_iterations):
-                dictionary = self._count(dictionary, corpus)
-            pruned = self._prune(dictionary, corpus)
+                dictionary = self._count(dictionary, corpus, history)
+            pruned = self._prune(dictionary, corpus, history)
             if len(pruned) >= len(dictionary):
                 break  # nothing more can go (every remaining word is a single character)
             dictionary = pruned
         for _ in range(self.sub_iterations):
-            dictionary = self._count(dictionary, corpus)
-        self.dictionary_ = dictionary
-        return dictionary
+            dictionary = self._count(dictionary, corpus, history)
+        self.dictionary_, self.history_ = dictionary, history
+        return self
+
+    def _validate_params(self) -> None:
+        self._require_int("target_size", 1)
+        self._require_int("min_count", 0)
+        self._require_int("sub_iterations", 0)
+        self._require(isinstance(self.keep_fraction, numbers.Real) and 0.0 <= self.keep_fraction <= 1.0,
+                      "keep_fraction", "a number in [0, 1]")
+        self._require_int("chunk_bytes", 1)
 
     def _batches(self, corpus: Sequence[str | Path], description: str) -> Iterator[TextBatch]:
         from tqdm import tqdm
 
-        total = sum(Path(p).stat().st_size for p in corpus)
-        with tqdm(total=total, unit="B", unit_scale=True, desc=description, disable=not self.progress) as bar:
-            for path in corpus:
-                with open(path, "rb") as stream:
-                    yield from iter_line_batches(stream, self.chunk_bytes, bar)
+        with tqdm(total=total_bytes(corpus), unit="B", unit_scale=True, desc=description,
+                  disable=not self.progress) as bar:
+            yield from read_documents(corpus, chunk_bytes=self.chunk_bytes, progress=bar)
 
-    def _count(self, dictionary: Dictionary, corpus: Sequence[str | Path], cold: bool = False) -> Dictionary:
+    def _count(self, dictionary: Dictionary, corpus: Sequence[str | Path], history: list[TrainingRound],
+               cold: bool = False) -> Dictionary:
         """One E+M step: the dictionary words' counts on the best (or, cold, longest-match) paths."""
         be = get_backend(self.backend)
         segmenter = Segmenter(dictionary)
@@ -109,10 +132,11 @@ class DictionaryTrainer:
             counts += np.bincount(values, minlength=len(dictionary))
         keep = np.flatnonzero(counts > 0)
         result = Dictionary([dictionary.words[i] for i in keep], counts[keep], int(counts.sum()))
-        self.history_.append(TrainingRound("cold start" if cold else "hard EM", len(result), tokens))
+        history.append(TrainingRound("cold start" if cold else "hard EM", len(result), tokens))
         return result
 
-    def _prune(self, dictionary: Dictionary, corpus: Sequence[str | Path]) -> Dictionary:
+    def _prune(self, dictionary: Dictionary, corpus: Sequence[str | Path], history: list[TrainingRound]
+               ) -> Dictionary:
         be = get_backend(self.backend)
         segmenter = Segmenter(dictionary)
         n = len(dictionary)
@@ -140,7 +164,7 @@ class DictionaryTrainer:
                 np.add.at(loss, values[jobs], to_host(losses))
         # a single character's loss per occurrence: its weight as a known word minus the unknown one
         single = lengths == 1
-        loss[single] = count[single] * (segmenter.weights_[single] - segmenter.unknown_weight_)
+        loss[single] = count[single] * (segmenter.weights[single] - segmenter.unknown_weight)
         singles = np.flatnonzero(single)
         eligible = np.flatnonzero(~single & (count >= self.min_count))
         keep = max(self.target_size - singles.size, int(math.floor(self.keep_fraction * eligible.size)))
@@ -149,5 +173,5 @@ class DictionaryTrainer:
         kept = np.sort(np.concatenate([singles, eligible[order[:keep]]]))
         result = Dictionary([dictionary.words[i] for i in kept], dictionary.freqs[kept],
                             int(dictionary.freqs[kept].sum()))
-        self.history_.append(TrainingRound("prune", len(result), int(count.sum())))
+        history.append(TrainingRound("prune", len(result), int(count.sum())))
         return result

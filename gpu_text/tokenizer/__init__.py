@@ -2,6 +2,7 @@
 
 normalizer (character maps, spaces) → pre_tokenizer (DFA over character classes) → bpe (merge
 replay, byte fallback) → decoder; ``tokenizer`` strings them together, ``trainer`` learns a model,
+``tokenizer_file`` saves and loads a whole tokenizer (``Tokenizer.save`` / ``Tokenizer.load``),
 ``model_file`` / ``sentencepiece_model`` read and write models, ``bulk`` tokenizes datasets.
 """
 from gpu_text.tokenizer.bpe import BPEModel, PieceType
@@ -24,6 +25,7 @@ from gpu_text.tokenizer.sentencepiece_model import (
     parse_sentencepiece_model,
 )
 from gpu_text.tokenizer.tokenizer import Encoding, Tokenizer
+from gpu_text.tokenizer.tokenizer_file import TokenizerFileError
 from gpu_text.tokenizer.bpe_trainer import BPETrainer, TrainedModel
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "SentencePieceModel",
     "SentencePieceModelError",
     "Tokenizer",
+    "TokenizerFileError",
     "TokenizerModel",
     "TrainedModel",
     "load_sentencepiece_model",

@@ -21,10 +21,9 @@ import numpy as np
 
 from gpu_text.arrays import to_host
 from gpu_text.backend import Backend, get_backend
+from gpu_text.specs import bytes_from_spec, bytes_to_spec, spec_list, spec_mapping, spec_value
 from gpu_text.tokenizer.merge_tables import MergeTables
 from gpu_text.trie import DoubleArrayTrie
-
-SPACE_SYMBOL = "\u2581"
 
 
 class PieceType(enum.IntEnum):
@@ -85,10 +84,11 @@ class BPEModel:
         self.unk_id = unk_id
         self.piece_to_id = {p: i for i, p in enumerate(self.pieces)}
         byte_ids = np.array([self.piece_to_id.get(byte_piece(b), -1) for b in range(256)], np.int32)
-        has_all_bytes = bool((byte_ids >= 0).all()) and all(self.types[i] == PieceType.BYTE for i in byte_ids)
+        # whether the 256 BYTE pieces are all there: byte_fallback's default
+        self.has_byte_pieces = bool((byte_ids >= 0).all()) and all(self.types[i] == PieceType.BYTE for i in byte_ids)
         if byte_fallback is None:
-            byte_fallback = has_all_bytes
-        if byte_fallback and not has_all_bytes:
+            byte_fallback = self.has_byte_pieces
+        if byte_fallback and not self.has_byte_pieces:
             raise ValueError("byte_fallback needs the 256 BYTE pieces <0x00> ... <0xFF>")
         self.byte_fallback = byte_fallback
         self.byte_ids = byte_ids if byte_fallback else np.full(256, -1, np.int32)
@@ -137,3 +137,33 @@ class BPEModel:
         encoded = self.encode_pre_tokens(np.frombuffer(b"".join(raw), np.uint8), starts, ends, backend)
         ids, offsets = to_host(encoded.ids), to_host(encoded.offsets)
         return [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Pieces (strings, or ``{"base64": ...}`` for pieces that are not UTF-8), scores (exact: the
+        float32 values as JSON numbers), types, ``unk_id`` and ``byte_fallback``.
+
+        >>> BPEModel(["<unk>", "a"], [0.0, -0.5], [2, 1]).to_dict()
+        {'pieces': ['<unk>', 'a'], 'scores': [0.0, -0.5], 'types': [2, 1], 'unk_id': 0, 'byte_fallback': False}
+        """
+        return {"pieces": [bytes_to_spec(p) for p in self.piece_bytes], "scores": self.scores.tolist(),
+                "types": self.types.tolist(), "unk_id": self.unk_id, "byte_fallback": self.byte_fallback}
+
+    @classmethod
+    def from_dict(cls, spec: Any) -> "BPEModel":
+        """The model :meth:`to_dict` describes (a malformed spec is a ``ValueError`` saying why).
+
+        >>> m = BPEModel.from_dict({"pieces": ["<unk>", "a", {"base64": "/w=="}], "scores": [0, -1, -2],
+        ...                         "types": [2, 1, 1], "unk_id": 0, "byte_fallback": False})
+        >>> m.piece_bytes, m.encode_strings(["aa"])
+        ([b'<unk>', b'a', b'\\xff'], [[1, 1]])
+        """
+        what = "BPEModel"
+        spec = spec_mapping(spec, what, ("pieces", "scores", "types", "unk_id", "byte_fallback"))
+        pieces = [bytes_from_spec(piece, f"{what} spec: piece {i}")
+                  for i, piece in enumerate(spec_list(spec, "pieces", (str, dict), what))]
+        types = spec_list(spec, "types", int, what)
+        bad = next((i for i, kind in enumerate(types) if kind not in PieceType._value2member_map_), None)
+        if bad is not None:  # before int8 conversion, which overflows rather than saying which piece
+            raise ValueError(f"{what} spec: piece {bad} has type {types[bad]}; types are 1-6")
+        return cls(pieces, spec_list(spec, "scores", float, what), types, unk_id=spec_value(spec, "unk_id", int, what),
+                   byte_fallback=spec_value(spec, "byte_fallback", bool, what))

@@ -23,31 +23,31 @@ continuing). ``vocab_size`` counts all of them.
 """
 from __future__ import annotations
 
-import json
+import numbers
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch, as_text_batch
+from gpu_text.documents import DEFAULT_CHUNK_BYTES, read_documents, total_bytes
+from gpu_text.estimator import Estimator
 from gpu_text.ragged import row_ids
-from gpu_text.textio import DEFAULT_CHUNK_BYTES, iter_line_batches
 from gpu_text.tokenizer.bpe import BPEModel, PieceType, byte_piece
 from gpu_text.tokenizer.model_file import CounterSpec, PieceTable, PreTokenizerSpec, TokenizerModel, write_model_file
 from gpu_text.tokenizer.normalizer import Normalizer
-from gpu_text.tokenizer.pre_tokenizer import PreTokenizer
+from gpu_text.tokenizer.pre_tokenizer import SPLIT_MODES, PreTokenizer
+from gpu_text.tokenizer.tokenizer import Tokenizer
 
 SPECIAL_PIECES = ("<unk>", "<s>", "</s>")
 UNK_CHAR = 0x2585  # ▅: what characters outside the coverage become (CounterSpec.unk_unicode)
 ACTIVE_REFRESH = 100  # merges between active-set refreshes (SentencePiece's kUpdateActiveSymbolsInteval)
 ACTIVE_MIN, ACTIVE_RATIO = 1000, 0.05
-SPLIT_CUT = {"word": 0, "isolate": 1, "whitespace": 2}  # PreTokenizerSpec.cut
 
 
 @dataclass
@@ -94,7 +94,7 @@ class PreTokenCounts:
 class TrainedModel:
     """A trained vocabulary: pieces (str), scores, types, merge parents and the two specs.
 
-    >>> m = BPETrainer(vocab_size=262, character_coverage=1.0, progress=False).train_from_texts(["abab"])
+    >>> m = BPETrainer(vocab_size=262, character_coverage=1.0, progress=False).fit_texts(["abab"]).model_
     >>> m.pieces[259:], m.scores[259:].tolist(), m.types[259:].tolist()
     (['ab', 'a', 'b'], [0.0, -1.0, -2.0], [1, 1, 1])
     >>> m.bpe_model().encode_strings(["abab"])
@@ -118,7 +118,8 @@ class TrainedModel:
     def bpe_model(self) -> BPEModel:
         """The vocabulary as a :class:`BPEModel` (byte fallback on).
 
-        >>> BPETrainer(vocab_size=260, character_coverage=1.0, progress=False).train_from_texts(["x"]).bpe_model().byte_fallback
+        >>> trainer = BPETrainer(vocab_size=260, character_coverage=1.0, progress=False)
+        >>> trainer.fit_texts(["x"]).model_.bpe_model().byte_fallback
         True
         """
         return BPEModel(self.pieces, self.scores, self.types, unk_id=self.counter.unk_id, byte_fallback=True)
@@ -126,7 +127,7 @@ class TrainedModel:
     def to_model_file(self) -> TokenizerModel:
         """The seed's model file contents (:func:`~gpu_text.tokenizer.model_file.write_model_file` writes it).
 
-        >>> m = BPETrainer(vocab_size=260, character_coverage=1.0, progress=False).train_from_texts(["x"])
+        >>> m = BPETrainer(vocab_size=260, character_coverage=1.0, progress=False).fit_texts(["x"]).model_
         >>> f = m.to_model_file()
         >>> f.counter.method, len(f.pieces), f.pieces.pieces[-1]
         ('sentencepiece', 260, b'x')
@@ -143,7 +144,7 @@ class TrainedModel:
         >>> import tempfile, pathlib
         >>> from gpu_text.tokenizer.model_file import read_model_file
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "m.model"
-        >>> BPETrainer(vocab_size=260, character_coverage=1.0, progress=False).train_from_texts(["x"]).save(path)
+        >>> BPETrainer(vocab_size=260, character_coverage=1.0, progress=False).fit_texts(["x"]).model_.save(path)
         >>> read_model_file(path).pieces.pieces[:2]
         [b'<unk>', b'<s>']
         """
@@ -157,104 +158,87 @@ def _progress(total: int | None, unit: str, desc: str, enabled: bool) -> Any:
                 desc=desc, disable=not enabled, file=sys.stderr, dynamic_ncols=True)
 
 
-def iter_text_batches(paths: Sequence[str | os.PathLike], chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-                      field: str = "text", column: str = "text", progress: Any = None) -> Iterator[TextBatch]:
-    """Batches of documents from files, about ``chunk_bytes`` of input each: ``.txt`` (anything
-    else too) one document per line, ``.jsonl`` the string ``field`` of each record, ``.parquet``
-    the string ``column`` (needs pyarrow). ``progress`` (tqdm) advances by input bytes.
-
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.jsonl"
-    >>> _ = p.write_text('{"text": "a b"}\\n{"text": "c", "id": 2}\\n')
-    >>> [b.to_pylist() for b in iter_text_batches([p])]
-    [['a b', 'c']]
-    """
-    for path in paths:
-        path = Path(path)
-        if path.suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            parquet = pq.ParquetFile(path)
-            meta = parquet.metadata
-            # rows per batch from the average uncompressed row size, so a batch is about chunk_bytes
-            data_bytes = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-            rows_per_batch = max(1, chunk_bytes * max(1, meta.num_rows) // max(1, data_bytes))
-            for record_batch in parquet.iter_batches(batch_size=rows_per_batch, columns=[column]):
-                batch = TextBatch.from_arrow(record_batch.column(0), nulls="empty")
-                if progress is not None:  # the bar counts file bytes: advance by this batch's share
-                    progress.update(os.path.getsize(path) * len(batch) // max(1, meta.num_rows))
-                yield batch
-            continue
-        with open(path, "rb") as stream:
-            for lines in iter_line_batches(stream, chunk_bytes, progress):
-                if path.suffix != ".jsonl":
-                    yield lines
-                    continue
-                # one json.loads per record: the parsing itself is per document anyway
-                texts = []
-                for number, line in enumerate(lines.to_bytes_list()):
-                    if line.strip():
-                        record = json.loads(line)
-                        value = record.get(field) if isinstance(record, dict) else None
-                        if not isinstance(value, str):
-                            raise ValueError(f"{path}: a record has no string field {field!r}: {line[:80]!r}")
-                        texts.append(value)
-                yield TextBatch.from_strings(texts)
-
-
-class BPETrainer:
+class BPETrainer(Estimator):
     """SentencePiece-style BPE training (see the module docstring).
 
     ``vocab_size`` is the size of the whole vocabulary (specials, 256 bytes, extra tokens, merges,
     required characters); ``min_count`` stops training when the best pair is seen fewer times.
-    ``split``/``digits``/``cn`` configure the :class:`PreTokenizer`, ``normalizer``/``reconstruct``
-    the :class:`Normalizer`.
+    ``split``/``digits``/``cn`` configure the :class:`PreTokenizer`, ``normalizer`` (a rule name)
+    and ``reconstruct`` the :class:`Normalizer`.
+
+    An estimator (:mod:`gpu_text.estimator`): :meth:`fit` (files), :meth:`fit_texts` (in-memory
+    text) and :meth:`fit_counts` (counted pre-tokens) learn ``model_`` (the :class:`TrainedModel`)
+    and ``tokenizer_`` (a ready :class:`~gpu_text.tokenizer.tokenizer.Tokenizer`: this trainer's
+    normalizer and pre-tokenizer with the trained vocabulary).
 
     >>> trainer = BPETrainer(vocab_size=273, character_coverage=1.0, progress=False)
-    >>> model = trainer.train_from_texts(["low low low low low lowest lowest newer newer newer"])
-    >>> model.pieces[259:]
+    >>> trainer.fit_texts(["low low low low low lowest lowest newer newer newer"]).model_.pieces[259:]
     ['lo', 'low', '▁low', 'er', 'ew', 'w', '▁', 'e', 'l', 'o', 'n', 'r', 's', 't']
+    >>> trainer.tokenizer_.encode_as_pieces(["lower newest"])
+    [['low', 'er', '▁', 'n', 'ew', 'e', 's', 't']]
     """
 
     def __init__(self, vocab_size: int = 8000, character_coverage: float = 0.9995, max_piece_size: int = 18,
                  min_count: int = 1, split: str = "word", digits: str = "keep", cn: Any = None,
-                 normalizer: str = "no", reconstruct: bool = False, extra_tokens: Iterable[str] = (),
+                 normalizer: str = "no", reconstruct: bool = False, extra_tokens: Sequence[str] = (),
                  progress: bool = True, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  backend: str | Backend | None = None) -> None:
-        if not 0.0 < character_coverage <= 1.0:
-            raise ValueError(f"character_coverage must be in (0, 1], got {character_coverage}")
-        if max_piece_size < 1:
-            raise ValueError(f"max_piece_size must be at least 1 byte, got {max_piece_size}")
-        self.vocab_size = int(vocab_size)
-        self.character_coverage = float(character_coverage)
-        self.max_piece_size = int(max_piece_size)
-        self.min_count = max(1, int(min_count))
-        self.split, self.digits, self.cn = split, digits, cn
-        self.extra_tokens = list(extra_tokens)
+        self.vocab_size = vocab_size
+        self.character_coverage = character_coverage
+        self.max_piece_size = max_piece_size
+        self.min_count = min_count
+        self.split = split
+        self.digits = digits
+        self.cn = cn
+        self.normalizer = normalizer
+        self.reconstruct = reconstruct
+        self.extra_tokens = extra_tokens
         self.progress = progress
-        self.chunk_bytes = int(chunk_bytes)
+        self.chunk_bytes = chunk_bytes
         self.backend = backend
-        self.normalizer = Normalizer(normalizer, reconstruct=reconstruct)
-        self.pre_tokenizer = PreTokenizer(split, digits, cn)
-        n_fixed = len(SPECIAL_PIECES) + 256 + len(self.extra_tokens)
-        if self.vocab_size < n_fixed:
-            raise ValueError(f"vocab_size {self.vocab_size} is smaller than the {n_fixed} special, byte and extra pieces")
+
+    def _pipeline(self) -> tuple[Normalizer, PreTokenizer]:
+        """Validates the parameters and builds the normalizer and pre-tokenizer they describe."""
+        self._require_int("vocab_size", 0)
+        extra = self.extra_tokens
+        self._require(isinstance(extra, (list, tuple)) and all(isinstance(t, str) for t in extra), "extra_tokens",
+                      "a list of strings")
+        n_fixed = len(SPECIAL_PIECES) + 256 + len(extra)
+        self._require(self.vocab_size >= n_fixed, "vocab_size",
+                      f"at least the {n_fixed} special, byte and extra pieces")
+        self._require(isinstance(self.character_coverage, numbers.Real) and 0.0 < self.character_coverage <= 1.0,
+                      "character_coverage", "a number in (0, 1]")
+        self._require_int("max_piece_size", 1)
+        self._require_int("min_count", 1)
+        self._require_int("chunk_bytes", 1)
+        # the components check their own settings; the messages get the trainer's (and parameter's) name
+        try:
+            normalizer = Normalizer(self.normalizer, reconstruct=self.reconstruct)
+        except ValueError as error:
+            raise ValueError(f"{type(self).__name__}: normalizer: {error}") from error
+        try:
+            return normalizer, PreTokenizer(self.split, self.digits, self.cn)
+        except ValueError as error:
+            raise ValueError(f"{type(self).__name__}: {error}") from error
 
     # --------------------------------------------------------------------------- counting
 
     def count_pre_tokens(self, batches: Iterable[Any]) -> PreTokenCounts:
         """Normalizes, pre-tokenizes and counts the distinct pre-tokens of every batch (a
-        ``TextBatch``, pyarrow strings or a list of str/bytes).
+        ``TextBatch``, pyarrow strings or a list of str/bytes); learns nothing.
 
         >>> BPETrainer(progress=False).count_pre_tokens([["你好，你好"]]).to_dict()
         {'你好': 2, '，': 1}
         """
+        return self._count(batches, *self._pipeline())
+
+    def _count(self, batches: Iterable[Any], normalizer: Normalizer, pre_tokenizer: PreTokenizer) -> PreTokenCounts:
         kernels = get_backend("cpu").ops("bpe_trainer")  # the counting table lives on the host
         be = get_backend(self.backend)
         counter = _SpanCounter()
         for texts in batches:
-            normalized = self.normalizer.normalize(as_text_batch(texts), be, with_alignment=False).text
-            pre = self.pre_tokenizer.pre_tokenize(normalized, be)
+            normalized = normalizer.normalize(as_text_batch(texts), be, with_alignment=False).text
+            pre = pre_tokenizer.pre_tokenize(normalized, be)
             host = normalized.to_numpy()
             starts, ends = pre.starts.to_numpy(), pre.ends.to_numpy()
             base = host.offsets[:-1][row_ids(starts.offsets)]
@@ -263,43 +247,48 @@ class BPETrainer:
 
     # --------------------------------------------------------------------------- training
 
-    def train(self, files: str | os.PathLike | Sequence[str | os.PathLike], field: str = "text",
-              column: str = "text") -> TrainedModel:
-        """Trains on files (see :func:`iter_text_batches` for the formats), streamed in chunks.
+    def fit(self, files: str | os.PathLike | Sequence[str | os.PathLike], field: str = "text") -> "BPETrainer":
+        """Trains on files (see :func:`gpu_text.documents.read_documents` for the formats and
+        ``field``), streamed in chunks;
+        returns ``self``.
 
         >>> import tempfile, pathlib
         >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.txt"
         >>> _ = p.write_text("ab ab\\nab\\n")
-        >>> BPETrainer(vocab_size=264, character_coverage=1.0, progress=False).train(p).pieces[259:]
+        >>> BPETrainer(vocab_size=264, character_coverage=1.0, progress=False).fit(p).model_.pieces[259:]
         ['ab', '▁ab', 'a', 'b', '▁']
         """
+        normalizer, pre_tokenizer = self._pipeline()
         paths = [files] if isinstance(files, (str, os.PathLike)) else list(files)
-        total = sum(os.path.getsize(p) for p in paths)
+        total = total_bytes(paths)
         start = time.perf_counter()
         with _progress(total, "B", "count pre-tokens", self.progress) as bar:
-            counts = self.count_pre_tokens(iter_text_batches(paths, self.chunk_bytes, field, column, bar))
-        count_seconds = time.perf_counter() - start
-        model = self.train_from_counts(counts)
-        model.stats.update(count_seconds=count_seconds, input_bytes=total)
-        return model
+            counts = self._count(read_documents(paths, field, self.chunk_bytes, bar), normalizer, pre_tokenizer)
+        stats = {"count_seconds": time.perf_counter() - start, "input_bytes": total}
+        return self._fit(counts, normalizer, pre_tokenizer, stats)
 
-    def train_from_texts(self, texts: Iterable[str | bytes] | Iterable[Any]) -> TrainedModel:
-        """Trains on in-memory text: a list of documents, or an iterable of batches.
+    def fit_texts(self, texts: Iterable[str | bytes] | Iterable[Any]) -> "BPETrainer":
+        """Trains on in-memory text: a list of documents, or an iterable of batches; returns ``self``.
 
-        >>> BPETrainer(vocab_size=261, character_coverage=1.0, progress=False).train_from_texts(["aa"]).pieces[259:]
+        >>> BPETrainer(vocab_size=261, character_coverage=1.0, progress=False).fit_texts(["aa"]).model_.pieces[259:]
         ['aa', 'a']
         """
+        normalizer, pre_tokenizer = self._pipeline()
         items = list(texts)
         batches = [items] if items and isinstance(items[0], (str, bytes)) else items
-        return self.train_from_counts(self.count_pre_tokens(batches))
+        return self._fit(self._count(batches, normalizer, pre_tokenizer), normalizer, pre_tokenizer, {})
 
-    def train_from_counts(self, counts: PreTokenCounts) -> TrainedModel:
-        """The merge loop on counted pre-tokens.
+    def fit_counts(self, counts: PreTokenCounts) -> "BPETrainer":
+        """Trains on counted pre-tokens (the merge loop alone); returns ``self``.
 
         >>> c = PreTokenCounts(np.frombuffer(b"abc", np.uint8), np.array([0, 3]), np.array([5]))
-        >>> BPETrainer(vocab_size=264, character_coverage=1.0, progress=False).train_from_counts(c).pieces[259:]
+        >>> BPETrainer(vocab_size=264, character_coverage=1.0, progress=False).fit_counts(c).model_.pieces[259:]
         ['ab', 'abc', 'a', 'b', 'c']
         """
+        return self._fit(counts, *self._pipeline(), {})
+
+    def _fit(self, counts: PreTokenCounts, normalizer: Normalizer, pre_tokenizer: PreTokenizer,
+             stats: dict[str, Any]) -> "BPETrainer":
         t0 = time.perf_counter()
         state = _MergeState(counts, self.character_coverage, self.max_piece_size)
         n_fixed = len(SPECIAL_PIECES) + 256 + len(self.extra_tokens)
@@ -312,16 +301,21 @@ class BPETrainer:
         with _progress(n_merges, "merge", "merges", self.progress) as bar:
             merged = state.run(n_merges, self.min_count, bar)
         t2 = time.perf_counter()
-        model = self._assemble(state, merged)
-        model.stats.update(pre_tokens=len(counts), characters=int(state.sym.size), setup_seconds=t1 - t0,
+        model = self._assemble(state, merged, normalizer)
+        model.stats.update(stats, pre_tokens=len(counts), characters=int(state.sym.size), setup_seconds=t1 - t0,
                            merge_seconds=t2 - t1, merges_per_second=len(merged) / max(t2 - t1, 1e-9),
                            pair_symbols=int(state.counts[0] - state.n_chars))
-        return model
+        counter = model.counter
+        self.model_ = model
+        self.tokenizer_ = Tokenizer(model.bpe_model(), normalizer, pre_tokenizer, counter.bos_id, counter.eos_id,
+                                    counter.pad_id)
+        return self
 
-    def _assemble(self, state: "_MergeState", merged: list[int]) -> TrainedModel:
-        fixed = list(SPECIAL_PIECES) + [byte_piece(b) for b in range(256)] + self.extra_tokens
+    def _assemble(self, state: "_MergeState", merged: list[int], normalizer: Normalizer) -> TrainedModel:
+        extra = list(self.extra_tokens)
+        fixed = list(SPECIAL_PIECES) + [byte_piece(b) for b in range(256)] + extra
         fixed_types = [PieceType.UNKNOWN, PieceType.CONTROL, PieceType.CONTROL] + [PieceType.BYTE] * 256 \
-            + [PieceType.USER_DEFINED] * len(self.extra_tokens)
+            + [PieceType.USER_DEFINED] * len(extra)
         taken = set(fixed)
         merges, u, v = [], [], []
         for x in merged:
@@ -337,12 +331,12 @@ class BPETrainer:
         pieces = fixed + learnt
         scores = np.concatenate([np.zeros(len(fixed), np.float32), 0.0 - np.arange(len(learnt), dtype=np.float32)])
         types = np.array(fixed_types + [PieceType.NORMAL] * len(learnt), np.int8)
-        counter = CounterSpec(method="sentencepiece", vocab_size=self.vocab_size,
-                              character_coverage=self.character_coverage, min_count=self.min_count,
-                              max_piece_size=self.max_piece_size, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
-                              unk_unicode=UNK_CHAR, extra_tokens=list(self.extra_tokens))
-        spec = PreTokenizerSpec(name=self.normalizer.name, space=self.normalizer.space, cut=SPLIT_CUT[self.split],
-                                reconstruct=self.normalizer.reconstruct, split_digits=self.digits == "split")
+        counter = CounterSpec(method="sentencepiece", vocab_size=int(self.vocab_size),
+                              character_coverage=float(self.character_coverage), min_count=int(self.min_count),
+                              max_piece_size=int(self.max_piece_size), unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+                              unk_unicode=UNK_CHAR, extra_tokens=extra)
+        spec = PreTokenizerSpec(name=normalizer.name, space=normalizer.space, cut=SPLIT_MODES.index(self.split),
+                                reconstruct=normalizer.reconstruct, split_digits=self.digits == "split")
         return TrainedModel(pieces, scores, types, [""] * len(fixed) + u + [""] * len(required),
                             [""] * len(fixed) + v + [""] * len(required), counter, spec, len(merges), required)
 
@@ -538,4 +532,4 @@ class _MergeState:
         return "".join(map(chr, out[:n].tolist()))
 
 
-__all__ = ["BPETrainer", "PreTokenCounts", "TrainedModel", "iter_text_batches"]
+__all__ = ["BPETrainer", "PreTokenCounts", "TrainedModel"]

@@ -1,76 +1,37 @@
-"""Bulk tokenizing (the main job): stream documents from .txt/.jsonl/.parquet files through a
-tokenizer into Parquet (a ``list<int32>`` ids column, optionally offsets) or a flat ``.npy`` pair.
+"""Bulk tokenizing (the main job): stream documents (any input :mod:`gpu_text.documents` reads)
+through a tokenizer into Parquet (a ``list<int32>`` ids column, optionally offsets) or a flat
+``.npy`` pair. The command line is ``gpu-text tokenize`` (:mod:`gpu_text.tokenizer.commands`).
 
 Memory stays bounded by the chunk size whatever the input size; documents are never dropped or
 reordered (the count of documents read and rows written is checked at the end).
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gpu_text.batch import TextBatch
+from gpu_text.documents import DEFAULT_CHUNK_BYTES, read_documents, total_bytes
 from gpu_text.ragged import RaggedArray
-from gpu_text.textio import DEFAULT_CHUNK_BYTES, iter_line_batches
-
-PARQUET_ROWS = 65_536
 
 
 def load_tokenizer(path: str | Path) -> Any:
-    """A SentencePiece ``.model`` (by its extension) or the seed's text model format.
+    """A file of ``Tokenizer.save``, the seed's text model format or a SentencePiece ``.model``,
+    told apart by content (:meth:`~gpu_text.tokenizer.Tokenizer.from_file`).
 
-    >>> load_tokenizer  # doctest: +ELLIPSIS
-    <function load_tokenizer at ...>
+    >>> import gpu_text, pathlib, tempfile
+    >>> saved = pathlib.Path(tempfile.mkdtemp()) / "saved.bin"  # any name
+    >>> load_tokenizer(pathlib.Path(gpu_text.__file__).parent / "data/models/sample-bpe-4k.txt").save(saved)
+    >>> load_tokenizer(saved).encode(["In the beginning"]).ids.to_pylist()
+    [[1514, 1478, 263, 612, 270, 1478, 318]]
     """
     from gpu_text.tokenizer.tokenizer import Tokenizer
 
-    return Tokenizer.from_sentencepiece(path) if str(path).endswith(".model") else Tokenizer.from_model_file(path)
-
-
-def iter_documents(path: str | Path, field: str = "text", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-                   progress: Any = None) -> Iterator[TextBatch]:
-    """Batches of documents: lines of a ``.txt``, ``field`` of each ``.jsonl`` object, or column
-    ``field`` of a ``.parquet`` file (zero-copy from Arrow).
-
-    >>> import tempfile, os
-    >>> p = os.path.join(tempfile.mkdtemp(), "d.jsonl")
-    >>> _ = open(p, "w").write('{"text": "a"}\\n{"text": "bc"}\\n')
-    >>> [b.to_pylist() for b in iter_documents(p)]
-    [['a', 'bc']]
-    """
-    suffix = Path(path).suffix.lower()
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        reader = pq.ParquetFile(path)
-        for record_batch in reader.iter_batches(batch_size=PARQUET_ROWS, columns=[field]):
-            column = record_batch.column(0)
-            if progress is not None:
-                progress.update(column.nbytes)
-            yield TextBatch.from_arrow(column, nulls="empty")
-    elif suffix == ".jsonl":
-        import pyarrow.json as pj
-
-        options = pj.ReadOptions(block_size=max(1 << 20, min(chunk_bytes, 1 << 30)))
-        with pj.open_json(path, read_options=options) as reader:
-            for record_batch in reader:
-                if field not in record_batch.schema.names:
-                    raise ValueError(f"{path}: no field {field!r} in {record_batch.schema.names}")
-                column = record_batch.column(record_batch.schema.get_field_index(field))
-                if progress is not None:
-                    progress.update(column.nbytes)
-                yield TextBatch.from_arrow(column, nulls="empty")
-    else:
-        with open(path, "rb") as stream:
-            yield from iter_line_batches(stream, chunk_bytes, progress)
+    return Tokenizer.from_file(path)
 
 
 class _NpyWriter:
@@ -132,11 +93,17 @@ def tokenize_files(tokenizer: Any, inputs: Sequence[str | Path], output: str | P
     """Tokenize every document of ``inputs`` into ``output`` (``.parquet``, or ``.npy``: writes
     ``OUT.ids.npy`` + ``OUT.offsets.npy``). Returns counts and throughput.
 
-    >>> tokenize_files  # doctest: +ELLIPSIS
-    <function tokenize_files at ...>
+    >>> import os, tempfile
+    >>> from gpu_text.demo import MODEL
+    >>> d = tempfile.mkdtemp(); docs = os.path.join(d, "docs.txt")
+    >>> _ = open(docs, "w").write("Hello world\\n\\nbye\\n")
+    >>> summary = tokenize_files(load_tokenizer(MODEL), [docs], os.path.join(d, "ids.npy"), backend="cpu", progress=False)
+    >>> summary["documents"], summary["bytes"], sorted(os.listdir(d))
+    (3, 17, ['docs.txt', 'ids.ids.npy', 'ids.offsets.npy'])
     """
     from tqdm import tqdm
 
+    total = total_bytes(inputs)  # first: a missing input fails before an output is created
     output = Path(output)
     if output.suffix == ".npy":
         if with_offsets:
@@ -145,53 +112,20 @@ def tokenize_files(tokenizer: Any, inputs: Sequence[str | Path], output: str | P
     else:
         writer = _ParquetWriter(output, with_offsets)
     documents = tokens = 0
-    total = sum(os.path.getsize(p) for p in inputs)
     start = time.perf_counter()
     with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc="tokenize", disable=not progress) as bar:
-        for path in inputs:
-            for batch in iter_documents(path, field, chunk_bytes, bar):
-                encoding = tokenizer.encode(batch, backend=backend, with_offsets=with_offsets, add_bos=add_bos,
-                                            add_eos=add_eos)
-                ids = encoding.ids.to_numpy()
-                starts = encoding.starts.to_numpy() if encoding.starts is not None else None
-                ends = encoding.ends.to_numpy() if encoding.ends is not None else None
-                writer.write(ids, starts, ends)
-                documents += len(batch)
-                tokens += int(ids.values.size)
+        for batch in read_documents(inputs, field, chunk_bytes, bar):
+            encoding = tokenizer.encode(batch, backend=backend, with_offsets=with_offsets, add_bos=add_bos,
+                                        add_eos=add_eos)
+            ids = encoding.ids.to_numpy()
+            starts = encoding.starts.to_numpy() if encoding.starts is not None else None
+            ends = encoding.ends.to_numpy() if encoding.ends is not None else None
+            writer.write(ids, starts, ends)
+            documents += len(batch)
+            tokens += int(ids.values.size)
     rows = writer.close()
     if rows != documents:
         raise RuntimeError(f"read {documents} documents but wrote {rows} rows")
     seconds = time.perf_counter() - start
     return {"documents": documents, "tokens": tokens, "bytes": total, "seconds": round(seconds, 3),
             "mb_per_s": round(total / 1e6 / seconds, 2) if seconds > 0 else None}
-
-
-def cmd_tokenize(args: argparse.Namespace) -> int:
-    """``gpu-text tokenize --model M IN... OUT``."""
-    tokenizer = load_tokenizer(args.model)
-    summary = tokenize_files(tokenizer, args.inputs, args.output, field=args.field, with_offsets=args.offsets,
-                             backend=args.backend, chunk_bytes=args.chunk_mb << 20, add_bos=args.add_bos,
-                             add_eos=args.add_eos, progress=sys.stderr.isatty())
-    print(json.dumps(summary), file=sys.stderr)
-    return 0
-
-
-def add_commands(commands: Any) -> None:
-    """Register ``tokenize`` on the ``gpu-text`` command line.
-
-    >>> parser = argparse.ArgumentParser(); add_commands(parser.add_subparsers())
-    >>> parser.parse_args(["tokenize", "--model", "m.model", "a.txt", "out.parquet"]).inputs
-    ['a.txt']
-    """
-    from gpu_text.cli import add_backend_options
-
-    tokenize = commands.add_parser("tokenize", help="bulk-tokenize .txt/.jsonl/.parquet into Parquet or .npy")
-    tokenize.add_argument("--model", required=True, help="a SentencePiece .model (BPE) or a gpu_text model file")
-    tokenize.add_argument("inputs", nargs="+", help="input files (.txt: a document per line; .jsonl; .parquet)")
-    tokenize.add_argument("output", help="OUT.parquet (list<int32> ids column) or OUT.npy (OUT.ids.npy + OUT.offsets.npy)")
-    tokenize.add_argument("--field", default="text", help="the .jsonl field or .parquet column holding the text")
-    tokenize.add_argument("--offsets", action="store_true", help="also write each token's byte span (Parquet)")
-    tokenize.add_argument("--add-bos", action="store_true")
-    tokenize.add_argument("--add-eos", action="store_true")
-    add_backend_options(tokenize)
-    tokenize.set_defaults(run=cmd_tokenize)

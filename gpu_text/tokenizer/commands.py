@@ -1,45 +1,23 @@
-"""``gpu-text train-tokenizer``: train a BPE vocabulary (SentencePiece's method) and write the seed's model file."""
+"""``gpu-text train-tokenizer | tokenize``: train a BPE vocabulary, and bulk-tokenize files with it.
+
+>>> import argparse
+>>> sub = argparse.ArgumentParser().add_subparsers()
+>>> add_commands(sub)
+>>> sorted(sub.choices)
+['tokenize', 'train-tokenizer']
+"""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from typing import Any
 
+from gpu_text.cli_helpers import (add_backend_options, add_command, add_field_option, chunk_bytes, fraction,
+                                  load_file, positive_int, progress_enabled)
 
-def add_commands(subparsers: argparse._SubParsersAction) -> None:
-    """Registers ``train-tokenizer``.
-
-    >>> parser = argparse.ArgumentParser()
-    >>> add_commands(parser.add_subparsers(dest="command"))
-    >>> args = parser.parse_args(["train-tokenizer", "a.txt", "--output", "m.model"])
-    >>> args.vocab_size, args.split, args.normalizer
-    (8000, 'word', 'no')
-    """
-    train = subparsers.add_parser(
-        "train-tokenizer", help="train a BPE vocabulary (SentencePiece's BPE trainer) into a model file",
-        description="Streams the inputs, counts pre-tokens and learns BPE merges. The vocabulary gets "
-                    "--vocab-size pieces plus 3 specials and 256 byte pieces.")
-    train.add_argument("inputs", nargs="+", help=".txt (one document per line), .jsonl (see --field), "
-                                                 ".parquet (see --column; needs pyarrow)")
-    train.add_argument("--output", "-o", required=True, help="the model file to write (the seed's text format)")
-    train.add_argument("--vocab-size", type=int, default=8000,
-                       help="pieces besides the 3 specials and 256 byte pieces (default 8000)")
-    train.add_argument("--character-coverage", type=float, default=0.9995,
-                       help="share of characters (by frequency) kept as pieces; the rest never merge")
-    train.add_argument("--max-piece-size", type=int, default=18, help="longest piece, in bytes")
-    train.add_argument("--min-count", type=int, default=1, help="stop when the best pair is seen fewer times")
-    train.add_argument("--split", choices=["word", "isolate", "whitespace"], default="word", help="pre-tokenizer split")
-    train.add_argument("--digits", choices=["keep", "split"], default="keep", help="digit runs whole or one per digit")
-    train.add_argument("--cn", default=None,
-                       help="Han runs: unset keeps them whole, 'char' cuts per character, a dictionary path cuts words")
-    train.add_argument("--normalizer", default="no", help="no, NFKC, NMT_NFKC, NFKC_CF or NMT_NFKC_CF")
-    train.add_argument("--reconstruct", action="store_true", help="keep every space (no collapsing or stripping)")
-    train.add_argument("--extra-tokens", default="", help="comma-separated USER_DEFINED pieces")
-    train.add_argument("--field", default="text", help="the text field of .jsonl records")
-    train.add_argument("--column", default="text", help="the text column of .parquet files")
-    from gpu_text.cli import add_backend_options
-
-    add_backend_options(train)
-    train.set_defaults(run=cmd_train_tokenizer)
+INPUTS_HELP = (".txt (a document per line), .jsonl or .parquet (see --field), each maybe gzip/zstd/bz2-compressed; "
+               "'-' for stdin")
 
 
 def cmd_train_tokenizer(args: argparse.Namespace) -> int:
@@ -49,22 +27,88 @@ def cmd_train_tokenizer(args: argparse.Namespace) -> int:
     >>> from gpu_text.cli import main
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "c.txt").write_text("ab ab\\n")
-    >>> main(["train-tokenizer", str(d / "c.txt"), "-o", str(d / "m.model"), "--vocab-size", "4",
+    >>> main(["train-tokenizer", str(d / "c.txt"), "-o", str(d / "m.model"), "--vocab-size", "263",
     ...       "--character-coverage", "1"])
     0
     """
     from gpu_text.tokenizer.bpe_trainer import BPETrainer
 
     extra = [token for token in args.extra_tokens.split(",") if token]
-    trainer = BPETrainer(vocab_size=args.vocab_size + 259, character_coverage=args.character_coverage,
+    trainer = BPETrainer(vocab_size=args.vocab_size, character_coverage=args.character_coverage,
                          max_piece_size=args.max_piece_size, min_count=args.min_count, split=args.split,
                          digits=args.digits, cn=args.cn, normalizer=args.normalizer, reconstruct=args.reconstruct,
-                         extra_tokens=extra, progress=sys.stderr.isatty(), chunk_bytes=args.chunk_mb << 20,
+                         extra_tokens=extra, progress=progress_enabled(), chunk_bytes=chunk_bytes(args),
                          backend=args.backend)
-    model = trainer.train(args.inputs, field=args.field, column=args.column)
+    model = trainer.fit(args.inputs, field=args.field).model_
     model.save(args.output)
     stats = model.stats
     print(f"wrote {len(model)} pieces ({model.n_merges} merges, {len(model.required_chars)} characters) to "
           f"{args.output}; {stats['pre_tokens']} distinct pre-tokens, counting {stats['count_seconds']:.1f} s, "
           f"merging {stats['merge_seconds']:.1f} s", file=sys.stderr)
     return 0
+
+
+def cmd_tokenize(args: argparse.Namespace) -> int:
+    """``gpu-text tokenize --model M IN... OUT``: a JSON summary (counts, throughput) on stderr.
+
+    >>> import tempfile, pathlib
+    >>> from gpu_text.cli import main
+    >>> from gpu_text.demo import MODEL
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "docs.txt").write_text("hello world\\n\\nbye\\n")
+    >>> main(["tokenize", "--model", str(MODEL), "--backend", "cpu", str(d / "docs.txt"), str(d / "ids.parquet")])
+    0
+    """
+    from gpu_text.tokenizer.bulk import load_tokenizer, tokenize_files
+
+    tokenizer = load_file(args.model, load_tokenizer, "tokenizer model")
+    summary = tokenize_files(tokenizer, args.inputs, args.output, field=args.field, with_offsets=args.offsets,
+                             backend=args.backend, chunk_bytes=chunk_bytes(args), add_bos=args.add_bos,
+                             add_eos=args.add_eos, progress=progress_enabled())
+    print(json.dumps(summary), file=sys.stderr)
+    return 0
+
+
+def add_commands(subparsers: Any) -> None:
+    """Register ``train-tokenizer`` and ``tokenize`` (see the module example).
+
+    >>> parser = argparse.ArgumentParser()
+    >>> add_commands(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["train-tokenizer", "a.txt", "--output", "m.model"])
+    >>> args.vocab_size, args.split, args.normalizer
+    (8000, 'word', 'no')
+    """
+    train = add_command(
+        subparsers, "train-tokenizer", cmd_train_tokenizer,
+        "train a BPE vocabulary (SentencePiece's BPE trainer) into a model file",
+        description="Streams the inputs, counts pre-tokens and learns BPE merges. --vocab-size is the whole "
+                    "vocabulary: 3 specials, 256 byte pieces, the extra tokens, the merges and the required "
+                    "characters.")
+    train.add_argument("inputs", nargs="+", help=INPUTS_HELP)
+    train.add_argument("--output", "-o", required=True, help="the model file to write (the seed's text format)")
+    train.add_argument("--vocab-size", type=positive_int, default=8000,
+                       help="pieces in the model, the 259 special and byte pieces included (default 8000)")
+    train.add_argument("--character-coverage", type=fraction, default=0.9995,
+                       help="share of characters (by frequency) kept as pieces; the rest never merge")
+    train.add_argument("--max-piece-size", type=positive_int, default=18, help="longest piece, in bytes")
+    train.add_argument("--min-count", type=positive_int, default=1, help="stop when the best pair is seen fewer times")
+    train.add_argument("--split", choices=["word", "isolate", "whitespace"], default="word", help="pre-tokenizer split")
+    train.add_argument("--digits", choices=["keep", "split"], default="keep", help="digit runs whole or one per digit")
+    train.add_argument("--cn", default=None,
+                       help="Han runs: unset keeps them whole, 'char' cuts per character, a dictionary path cuts words")
+    train.add_argument("--normalizer", default="no", help="no, NFKC, NMT_NFKC, NFKC_CF or NMT_NFKC_CF")
+    train.add_argument("--reconstruct", action="store_true", help="keep every space (no collapsing or stripping)")
+    train.add_argument("--extra-tokens", default="", help="comma-separated USER_DEFINED pieces")
+    add_field_option(train)
+    add_backend_options(train)
+
+    tokenize = add_command(subparsers, "tokenize", cmd_tokenize,
+                           "bulk-tokenize .txt/.jsonl/.parquet into Parquet or .npy")
+    tokenize.add_argument("--model", required=True, help="a SentencePiece .model (BPE) or a gpu_text model file")
+    tokenize.add_argument("inputs", nargs="+", help=INPUTS_HELP)
+    tokenize.add_argument("output", help="OUT.parquet (list<int32> ids column) or OUT.npy (OUT.ids.npy + OUT.offsets.npy)")
+    add_field_option(tokenize)
+    tokenize.add_argument("--offsets", action="store_true", help="also write each token's byte span (Parquet)")
+    tokenize.add_argument("--add-bos", action="store_true")
+    tokenize.add_argument("--add-eos", action="store_true")
+    add_backend_options(tokenize)

@@ -3,13 +3,16 @@ dropped, the space symbol becomes a space. Batched with array gathers (CuPy kern
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch
 from gpu_text.ragged import RaggedArray, row_ids
-from gpu_text.tokenizer.bpe import SPACE_SYMBOL, PieceType
+from gpu_text.specs import spec_mapping, spec_value
+from gpu_text.tokenizer.bpe import PieceType
+from gpu_text.tokenizer.normalizer import SPACE_SYMBOL
 
 
 class Decoder:
@@ -32,6 +35,7 @@ class Decoder:
                 chunks.append(b"")
             else:
                 chunks.append(raw.replace(space_bytes, b" "))
+        self.space = space
         self.strip_leading_space = strip_leading_space
         self.piece_offsets = np.zeros(len(chunks) + 1, np.int64)
         np.cumsum([len(c) for c in chunks], out=self.piece_offsets[1:])
@@ -81,3 +85,24 @@ class Decoder:
             ids = RaggedArray(flat, offsets)
         return self.decode_ragged(ids, backend).to_pylist()
 
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options; the pieces are the model's, so the spec does not repeat them.
+
+        >>> Decoder(["<unk>"], [2], strip_leading_space=True).to_dict()
+        {'space': '▁', 'strip_leading_space': True}
+        """
+        return {"space": self.space, "strip_leading_space": self.strip_leading_space}
+
+    @classmethod
+    def from_dict(cls, spec: Any, pieces: Sequence[str | bytes], types: Sequence[int]) -> "Decoder":
+        """The decoder of ``pieces`` and ``types`` (the model's) with the options of a :meth:`to_dict` spec.
+
+        >>> Decoder.from_dict({"space": "_", "strip_leading_space": False}, ["<unk>", "_a"], [2, 1]).decode_batch([[1]])
+        [' a']
+        """
+        spec = spec_mapping(spec, "Decoder", ("space", "strip_leading_space"))
+        space = spec_value(spec, "space", str, "Decoder")
+        if not space:
+            raise ValueError("Decoder spec: 'space' must be a non-empty string")
+        return cls(pieces, types, space, spec_value(spec, "strip_leading_space", bool, "Decoder"))

@@ -39,11 +39,12 @@ import numpy as np
 from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch, as_text_batch
 from gpu_text.ragged import RaggedArray
+from gpu_text.specs import bytes_from_spec, bytes_to_spec, spec_mapping, spec_value
 from gpu_text.trie.double_array import DoubleArrayTrie
 
 CHARSMAP_DIR = Path(__file__).resolve().parent / "charsmaps"
 RULE_NAMES = ("no", "NFKC", "NMT_NFKC", "NFKC_CF", "NMT_NFKC_CF")
-SPACE_SYMBOL = "\u2581"
+SPACE_SYMBOL = "\u2581"  # what a space becomes: the pre-tokenizer, the model's pieces and the decoder share it
 # SentencePiece's lower-case rule names, and its name for "no mapping"
 _MAX_PATHS_PER_UNIT = 64
 _MAX_KEY_BYTES = 1024
@@ -231,6 +232,8 @@ class Normalizer:
     ['▁▁Hello▁▁▁World▁▁']
     """
 
+    _FLAGS = ("remove_extra_whitespaces", "escape_whitespaces", "add_dummy_prefix", "reconstruct")
+
     def __init__(self, name: str = "no", *, space: str = SPACE_SYMBOL, remove_extra_whitespaces: bool = True,
                  escape_whitespaces: bool = True, add_dummy_prefix: bool = False, reconstruct: bool = False,
                  charsmap_pairs: Iterable[tuple[bytes, bytes]] | None = None) -> None:
@@ -246,12 +249,14 @@ class Normalizer:
         self.remove_extra_whitespaces = bool(remove_extra_whitespaces) and not self.reconstruct
         self.escape_whitespaces = bool(escape_whitespaces) or self.reconstruct
         self.add_dummy_prefix = bool(add_dummy_prefix)
-        if charsmap_pairs is None:
+        # a shipped rule is known by its name; a model's own map is kept to be saved with it
+        self.charsmap_pairs = None if charsmap_pairs is None else tuple(charsmap_pairs)
+        if self.charsmap_pairs is None:
             self.name = canonical_rule_name(name)
             self._charsmap = _shipped_charsmap(self.name)
         else:
             self.name = name
-            self._charsmap = _Charsmap(list(charsmap_pairs))
+            self._charsmap = _Charsmap(self.charsmap_pairs)
 
     def __repr__(self) -> str:
         return (f"Normalizer({self.name!r}, space={self.space!r}, remove_extra_whitespaces="
@@ -318,3 +323,38 @@ class Normalizer:
         ['a\\xa0▁b', '�']
         """
         return self.normalize(list(texts), backend).text.to_pylist(errors="strict")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as plain JSON values: a shipped rule by name (``charsmap`` null), a
+        model's own charsmap as its (source, target) pairs (see :func:`gpu_text.specs.bytes_to_spec`).
+
+        >>> Normalizer("mine", charsmap_pairs=[(b"x", b"y")], add_dummy_prefix=True).to_dict()
+        ... # doctest: +NORMALIZE_WHITESPACE
+        {'name': 'mine', 'space': '▁', 'remove_extra_whitespaces': True, 'escape_whitespaces': True,
+         'add_dummy_prefix': True, 'reconstruct': False, 'charsmap': [['x', 'y']]}
+        """
+        charsmap = None if self.charsmap_pairs is None else [
+            [bytes_to_spec(source), bytes_to_spec(target)] for source, target in self.charsmap_pairs]
+        return {"name": self.name, "space": self.space, **{flag: getattr(self, flag) for flag in self._FLAGS},
+                "charsmap": charsmap}
+
+    @classmethod
+    def from_dict(cls, spec: Any) -> "Normalizer":
+        """The normalizer :meth:`to_dict` describes (a malformed spec is a ``ValueError`` saying why).
+
+        >>> n = Normalizer.from_dict(Normalizer("NFKC_CF", add_dummy_prefix=True).to_dict())
+        >>> n.name, n.add_dummy_prefix, n.normalize_strings(["ＡB"])
+        ('NFKC_CF', True, ['▁ab'])
+        """
+        spec = spec_mapping(spec, "Normalizer", ("name", "space", *cls._FLAGS, "charsmap"))
+        flags = {flag: spec_value(spec, flag, bool, "Normalizer") for flag in cls._FLAGS}
+        charsmap = spec_value(spec, "charsmap", (list, type(None)), "Normalizer")
+        pairs = None
+        if charsmap is not None:
+            pairs = []
+            for index, pair in enumerate(charsmap):
+                if not isinstance(pair, list) or len(pair) != 2:
+                    raise ValueError(f"Normalizer spec: charsmap[{index}] must be a [source, target] pair")
+                pairs.append(tuple(bytes_from_spec(part, f"Normalizer spec: charsmap[{index}]") for part in pair))
+        return cls(spec_value(spec, "name", str, "Normalizer"), space=spec_value(spec, "space", str, "Normalizer"),
+                   charsmap_pairs=pairs, **flags)

@@ -34,10 +34,11 @@ from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch, as_text_batch
 from gpu_text.ragged import RaggedArray, row_ids
 from gpu_text.segment import Dictionary, Segmenter
+from gpu_text.specs import spec_mapping, spec_value
+from gpu_text.tokenizer.normalizer import SPACE_SYMBOL
 
-SPLIT_MODES = ("word", "isolate", "whitespace")
+SPLIT_MODES = ("word", "isolate", "whitespace")  # a mode's index is the seed's PreTokenizerSpec.cut
 DIGIT_MODES = ("keep", "split")
-SPACE_SYMBOL = "\u2581"
 
 # DFA input symbols; OTHER, DIGIT, ALPHA and HAN keep gpu_text.utf8.CharClass's numbers, SPACE is
 # the space symbol (class SPACE characters such as tab count as OTHER). Keep in sync with
@@ -226,6 +227,9 @@ class PreTokens:
 class PreTokenizer:
     """Splits normalized text into pre-tokens (see the module docstring for the patterns).
 
+    Built, not learnt (no ``fit``): the constructor compiles the patterns into ``dfa`` and, for a
+    dictionary ``cn``, builds the ``segmenter`` that cuts Han runs.
+
     >>> PreTokenizer().pre_tokenize_strings(["Hello,▁World!▁don't▁你好，世界。123abc"])[0]
     ['Hello', ',', '▁World', '!', '▁don', "'t", '▁', '你好', '，', '世界', '。', '123', 'abc']
     >>> PreTokenizer(split="isolate", digits="split", cn="char").pre_tokenize_strings(["你好123▁hi"])
@@ -243,8 +247,8 @@ class PreTokenizer:
         if split == "whitespace" and cn is not None:
             raise ValueError("cn needs split='word' or 'isolate' (split='whitespace' keeps Han inside its pieces)")
         self.split, self.digits, self.cn, self.space = split, digits, cn, space
-        self.dfa_ = PreTokenDFA.compile(split, digits, cn == "char", space)
-        self.segmenter_ = Segmenter(cn) if cn is not None and cn != "char" else None
+        self.dfa = PreTokenDFA.compile(split, digits, cn == "char", space)
+        self.segmenter = Segmenter(cn) if cn is not None and cn != "char" else None
 
     def __repr__(self) -> str:
         return f"PreTokenizer(split={self.split!r}, digits={self.digits!r}, cn={self.cn!r}, space={self.space!r})"
@@ -258,9 +262,9 @@ class PreTokenizer:
         be = get_backend(backend)
         xp = be.xp
         batch = as_text_batch(texts).to_device(be.xp)
-        starts, first_symbols = be.op("pre_tokenizer", "pretokenize")(batch.data, batch.offsets, self.dfa_)
+        starts, first_symbols = be.op("pre_tokenizer", "pretokenize")(batch.data, batch.offsets, self.dfa)
         n_bytes = batch.data.size
-        if self.segmenter_ is not None:
+        if self.segmenter is not None:
             starts = self._cut_han(be, batch.data, starts, first_symbols)
         ends = xp.empty_like(starts)
         ends[:-1] = starts[1:]
@@ -276,17 +280,9 @@ class PreTokenizer:
         han = xp.flatnonzero(first_symbols == HAN)
         if han.size == 0:
             return starts
-        seg = self.segmenter_
         next_starts = xp.concatenate([starts[1:], xp.array([data.size], xp.int64)])
         span_starts, span_ends = xp.ascontiguousarray(starts[han]), xp.ascontiguousarray(next_starts[han])
-        if seg.trie_ is not None:
-            edges = seg.trie_.prefix_search_spans(data, span_starts, span_ends, backend=be)
-        else:
-            empty = xp.zeros(0, xp.int64)
-            edges = (empty, empty, xp.zeros(0, xp.int32), xp.zeros(han.size + 1, xp.int64))
-        word_ends, _, _ = be.op("segment", "viterbi_segment")(
-            data, span_starts, span_ends, *edges, xp.asarray(seg.weights_), seg.unknown_weight_, seg.tail_score_,
-            seg.jieba_mode)
+        word_ends = self.segmenter.word_ends(data, span_starts, span_ends, be).values
         # a span's last word ends at the next pre-token's start (or the buffer's end): unique drops it
         return xp.unique(xp.concatenate([starts, word_ends[word_ends < data.size]]))
 
@@ -297,6 +293,37 @@ class PreTokenizer:
         [['▁Hello,', '▁world!'], ['a', '▁', '▁b']]
         """
         return self.pre_tokenize(texts, backend).to_pylist()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as plain JSON values; a dictionary ``cn`` is its segmenter's spec
+        (:meth:`gpu_text.segment.Segmenter.to_dict`: the words, frequencies and compat mode).
+
+        >>> PreTokenizer(split="isolate", cn="char").to_dict()
+        {'split': 'isolate', 'digits': 'keep', 'space': '▁', 'cn': 'char'}
+        """
+        cn = self.segmenter.to_dict() if self.segmenter is not None else self.cn
+        return {"split": self.split, "digits": self.digits, "space": self.space, "cn": cn}
+
+    @classmethod
+    def from_dict(cls, spec: Any) -> "PreTokenizer":
+        """The pre-tokenizer a :meth:`to_dict` spec describes (a malformed one is a ``ValueError``).
+
+        >>> spec = {"split": "word", "digits": "split", "space": "▁",
+        ...         "cn": {"dictionary": {"words": ["你好"], "freqs": [5], "total": 9}, "compat": None}}
+        >>> PreTokenizer.from_dict(spec).pre_tokenize_strings(["你好吗12"])
+        [['你好', '吗', '1', '2']]
+        """
+        spec = spec_mapping(spec, "PreTokenizer", ("split", "digits", "space", "cn"))
+        cn = spec_value(spec, "cn", (str, dict, type(None)), "PreTokenizer")
+        if isinstance(cn, str) and cn != "char":
+            raise ValueError(f"PreTokenizer spec: cn must be null, \"char\" or a segmenter spec, not {cn!r}")
+        if isinstance(cn, dict):
+            dictionary, compat = Segmenter.arguments_from_dict(cn)
+            if dictionary is None or compat is not None:  # the pre-tokenizer builds Segmenter(dictionary)
+                raise ValueError("PreTokenizer spec: a segmenter cn needs a dictionary and compat null")
+            cn = dictionary
+        return cls(spec_value(spec, "split", str, "PreTokenizer"), spec_value(spec, "digits", str, "PreTokenizer"),
+                   cn, spec_value(spec, "space", str, "PreTokenizer"))
 
 
 def pre_tokenize_strings(texts: list[str], split: str = "word", digits: str = "keep",

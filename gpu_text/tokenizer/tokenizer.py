@@ -14,10 +14,15 @@ from typing import Any
 from gpu_text.backend import Backend, get_backend, is_device_out_of_memory
 from gpu_text.batch import TextBatch, as_text_batch
 from gpu_text.ragged import RaggedArray, row_ids
-from gpu_text.tokenizer.bpe import SPACE_SYMBOL, BPEModel
+from gpu_text.specs import spec_mapping, spec_value
+from gpu_text.tokenizer.bpe import BPEModel
 from gpu_text.tokenizer.decoder import Decoder
-from gpu_text.tokenizer.normalizer import Normalizer
-from gpu_text.tokenizer.pre_tokenizer import PreTokenizer
+from gpu_text.tokenizer.normalizer import SPACE_SYMBOL, Normalizer
+from gpu_text.tokenizer.pre_tokenizer import SPLIT_MODES, PreTokenizer
+from gpu_text.tokenizer.tokenizer_file import FORMAT, TokenizerFileError, model_file_kind, read_tokenizer_file, \
+    write_tokenizer_file
+
+_SPECIALS = ("bos_id", "eos_id", "pad_id")
 
 
 @dataclass(frozen=True)
@@ -44,13 +49,16 @@ class Tokenizer:
     """
 
     def __init__(self, model: BPEModel, normalizer: Normalizer, pre_tokenizer: PreTokenizer,
-                 bos_id: int = -1, eos_id: int = -1, pad_id: int = -1) -> None:
+                 bos_id: int = -1, eos_id: int = -1, pad_id: int = -1, decoder: Decoder | None = None) -> None:
+        """``decoder``: by default the one that undoes ``normalizer``'s space handling."""
         self.model = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
         self.bos_id, self.eos_id, self.pad_id = bos_id, eos_id, pad_id
-        self.decoder = Decoder(model.piece_bytes, model.types, space=getattr(normalizer, "space", SPACE_SYMBOL),
-                               strip_leading_space=bool(getattr(normalizer, "add_dummy_prefix", False)))
+        if decoder is None:
+            decoder = Decoder(model.piece_bytes, model.types, space=getattr(normalizer, "space", SPACE_SYMBOL),
+                              strip_leading_space=bool(getattr(normalizer, "add_dummy_prefix", False)))
+        self.decoder = decoder
 
     # ------------------------------------------------------------------------------- vocabulary
     def __len__(self) -> int:
@@ -87,7 +95,7 @@ class Tokenizer:
         xp = be.xp
         batch = as_text_batch(texts).to_device(xp)
         # a backend with the fused row encoder (the CPU) runs every stage row by row, while the row is in cache
-        if be.has_op("tokenizer", "encode_text") and self.pre_tokenizer.segmenter_ is None:
+        if be.has_op("tokenizer", "encode_text") and self.pre_tokenizer.segmenter is None:
             ids, starts, ends = self._encode_rows(batch, be, with_offsets)
         else:
             ids, starts, ends = self._encode_stages_fitting(batch, be, with_offsets)
@@ -136,7 +144,7 @@ class Tokenizer:
         model = self.model
         ids, offsets, starts, ends = be.op("tokenizer", "encode_text")(
             batch.data, batch.offsets, charsmap, symbol, collapse, dummy, self.normalizer.growth,
-            self.pre_tokenizer.dfa_, model.scores, model.byte_ids, model.unk_id, model.merge_tables, with_offsets)
+            self.pre_tokenizer.dfa, model.scores, model.byte_ids, model.unk_id, model.merge_tables, with_offsets)
         if not with_offsets:
             return RaggedArray(ids, offsets, check=False), None, None
         return tuple(RaggedArray(a, offsets, check=False) for a in (ids, starts, ends))
@@ -227,8 +235,19 @@ class Tokenizer:
     def from_sentencepiece(cls, path: str | Path) -> "Tokenizer":
         """Import a SentencePiece ``.model`` of type BPE.
 
-        >>> Tokenizer.from_sentencepiece  # doctest: +ELLIPSIS
-        <bound method Tokenizer.from_sentencepiece of <class '...Tokenizer'>>
+        Here a tiny ``ModelProto`` written by hand: six pieces (field 1: the piece, field 3: its
+        type) and a trainer spec saying BPE; unset fields take the proto's defaults (the dummy prefix).
+
+        >>> import tempfile, pathlib
+        >>> def piece(text, kind):
+        ...     body = b"\\x0a" + bytes([len(text.encode())]) + text.encode() + b"\\x18" + bytes([kind])
+        ...     return b"\\x0a" + bytes([len(body)]) + body
+        >>> kinds = [("<unk>", 2), ("<s>", 3), ("</s>", 3), ("▁", 1), ("a", 1), ("▁a", 1)]
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "tiny.model"
+        >>> _ = path.write_bytes(b"".join(piece(p, k) for p, k in kinds) + b"\\x12\\x02\\x18\\x02")
+        >>> tok = Tokenizer.from_sentencepiece(path)
+        >>> tok.encode(["a  a"]).ids.to_pylist(), tok.decode([5, 5, 4])
+        ([[5, 5]], 'a aa')
         """
         from gpu_text.tokenizer.sentencepiece_model import load_sentencepiece_model
 
@@ -240,8 +259,10 @@ class Tokenizer:
     def from_model_file(cls, path: str | Path, cn: Any = None) -> "Tokenizer":
         """Load the seed's text model format (``cn``: the Chinese cutter, which the file does not keep).
 
-        >>> Tokenizer.from_model_file  # doctest: +ELLIPSIS
-        <bound method Tokenizer.from_model_file of <class '...Tokenizer'>>
+        >>> import gpu_text, pathlib
+        >>> tok = Tokenizer.from_model_file(pathlib.Path(gpu_text.__file__).parent / "data/models/sample-bpe-4k.txt")
+        >>> len(tok), tok.encode_as_pieces(["And God said"])
+        (4259, [['A', 'nd', '▁God', '▁said']])
         """
         from gpu_text.tokenizer.model_file import read_model_file
 
@@ -249,12 +270,151 @@ class Tokenizer:
         counter, pre = spec.counter, spec.pretokenizer
         model = BPEModel(spec.pieces.pieces, spec.pieces.scores, spec.pieces.types, unk_id=counter.unk_id)
         normalizer = Normalizer(pre.name, space=pre.space, reconstruct=pre.reconstruct)
-        split = {0: "word", 1: "isolate", 2: "whitespace"}.get(pre.cut)
-        if split is None:
-            raise ValueError(f"{path}: unknown pre-tokenizer cut={pre.cut} (0 word, 1 isolate, 2 whitespace)")
+        if not 0 <= pre.cut < len(SPLIT_MODES):
+            modes = ", ".join(f"{cut} {mode}" for cut, mode in enumerate(SPLIT_MODES))
+            raise ValueError(f"{path}: unknown pre-tokenizer cut={pre.cut} ({modes})")
+        split = SPLIT_MODES[pre.cut]
         pre_tokenizer = PreTokenizer(split=split, digits="split" if pre.split_digits else "keep",
                                      cn=cn if split != "whitespace" else None, space=pre.space)
         return cls(model, normalizer, pre_tokenizer, counter.bos_id, counter.eos_id, counter.pad_id)
+
+    def save_model_file(self, path: str | Path) -> None:
+        """Write the seed's text model format, which holds a shipped normalization rule without a
+        dummy prefix, a pre-tokenizer without a dictionary (``cn`` is not kept: give it to
+        :meth:`from_model_file`) and no merge parents; a configuration it cannot hold is a
+        ``ValueError`` saying what (:meth:`save` holds everything).
+
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "m.txt"
+        >>> tok = Tokenizer(BPEModel(["<unk>", "a"], [0.0, 0.0], [2, 1]), Normalizer("NFKC"), PreTokenizer("isolate"))
+        >>> tok.save_model_file(path)
+        >>> again = Tokenizer.from_model_file(path)
+        >>> again.normalizer.name, again.pre_tokenizer.split, again.encode(["ａa"]).ids.to_pylist()
+        ('NFKC', 'isolate', [[1, 1]])
+        >>> Tokenizer(tok.model, Normalizer(add_dummy_prefix=True), PreTokenizer()).save_model_file(path)
+        Traceback (most recent call last):
+        ...
+        ValueError: the seed's model format cannot hold add_dummy_prefix=True; Tokenizer.save holds every configuration
+        """
+        from gpu_text.tokenizer.model_file import CounterSpec, PieceTable, PreTokenizerSpec, TokenizerModel, \
+            write_model_file
+
+        n, pre, model = self.normalizer, self.pre_tokenizer, self.model
+        # what from_model_file would build from the fields the format has, against what is here
+        held = {"a shipped normalization rule": n.charsmap_pairs is None,
+                "add_dummy_prefix=True": not n.add_dummy_prefix,
+                "remove_extra_whitespaces and escape_whitespaces other than the defaults":
+                    n.escape_whitespaces and n.remove_extra_whitespaces != n.reconstruct,
+                f"cn={pre.cn!r}": pre.cn is None,
+                "a pre-tokenizer space other than the normalizer's": pre.space == n.space,
+                f"byte_fallback={model.byte_fallback} with these pieces": model.byte_fallback == model.has_byte_pieces,
+                "a decoder other than the normalizer's": self.decoder.to_dict() == {
+                    "space": n.space, "strip_leading_space": n.add_dummy_prefix}}
+        missing = [what for what, fits in held.items() if not fits]
+        if missing:
+            raise ValueError(f"the seed's model format cannot hold {', '.join(missing)}; "
+                             "Tokenizer.save holds every configuration")
+        pieces = model.piece_bytes
+        counter = CounterSpec(vocab_size=len(model), unk_id=model.unk_id, bos_id=self.bos_id, eos_id=self.eos_id,
+                              pad_id=self.pad_id, unk_piece=model.pieces[model.unk_id],
+                              **{f"{name}_piece": model.pieces[i] for name, i in
+                                 (("bos", self.bos_id), ("eos", self.eos_id), ("pad", self.pad_id)) if i >= 0})
+        spec = PreTokenizerSpec(name=n.name, space=n.space, cut=SPLIT_MODES.index(pre.split),
+                                reconstruct=n.reconstruct, split_digits=pre.digits == "split")
+        write_model_file(TokenizerModel(counter, spec, PieceTable.from_lists(pieces, model.scores, model.types)), path)
+
+    # ------------------------------------------------------------------------- tokenizer files
+    @classmethod
+    def from_file(cls, path: str | Path) -> "Tokenizer":
+        """Load any model file this package reads, told apart by content (not by name): a file
+        written by :meth:`save`, the seed's text format or a SentencePiece ``.model``.
+
+        >>> import gpu_text, pathlib
+        >>> Tokenizer.from_file(pathlib.Path(gpu_text.__file__).parent / "data/models/sample-bpe-4k.txt").bos_id
+        1
+        """
+        kind = model_file_kind(path)
+        if kind == "tokenizer":
+            return cls.load(path)
+        return cls.from_model_file(path) if kind == "model_file" else cls.from_sentencepiece(path)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every stage's configuration as plain JSON values (the layout is in
+        :mod:`gpu_text.tokenizer.tokenizer_file`).
+
+        >>> tok = Tokenizer(BPEModel(["<unk>", "a"], [0.0, 0.0], [2, 1]), Normalizer(), PreTokenizer(), pad_id=0)
+        >>> spec = tok.to_dict()
+        >>> list(spec), spec["special_tokens"]
+        (['format', 'normalizer', 'pre_tokenizer', 'model', 'decoder', 'special_tokens'], \
+{'bos_id': -1, 'eos_id': -1, 'pad_id': 0})
+        """
+        return {"format": FORMAT, "normalizer": self.normalizer.to_dict(),
+                "pre_tokenizer": self.pre_tokenizer.to_dict(), "model": self.model.to_dict(), "decoder": self.decoder.to_dict(),
+                "special_tokens": {name: getattr(self, name) for name in _SPECIALS}}
+
+    @classmethod
+    def from_dict(cls, spec: Any) -> "Tokenizer":
+        """The tokenizer a :meth:`to_dict` spec describes (a malformed one is a ``ValueError`` saying
+        which stage and key).
+
+        >>> tok = Tokenizer(BPEModel(["<unk>", "a"], [0.0, 0.0], [2, 1]), Normalizer("NFKC"), PreTokenizer())
+        >>> Tokenizer.from_dict(tok.to_dict()).encode(["ａa"]).ids.to_pylist()
+        [[1, 1]]
+        >>> Tokenizer.from_dict({**tok.to_dict(), "special_tokens": {"bos_id": 7, "eos_id": -1, "pad_id": -1}})
+        Traceback (most recent call last):
+        ...
+        ValueError: Tokenizer spec: bos_id 7 is neither -1 nor one of the 2 ids
+        """
+        spec = spec_mapping(spec, "Tokenizer", ("format", "normalizer", "pre_tokenizer", "model", "decoder",
+                                                "special_tokens"))
+        if spec_value(spec, "format", str, "Tokenizer") != FORMAT:
+            raise ValueError(f"Tokenizer spec: format {spec['format']!r} is not {FORMAT!r}")
+        model = BPEModel.from_dict(spec_value(spec, "model", dict, "Tokenizer"))
+        specials = spec_mapping(spec_value(spec, "special_tokens", dict, "Tokenizer"), "Tokenizer special_tokens",
+                                _SPECIALS)
+        ids = {name: spec_value(specials, name, int, "Tokenizer special_tokens") for name in _SPECIALS}
+        for name, value in ids.items():
+            if not -1 <= value < len(model):
+                raise ValueError(f"Tokenizer spec: {name} {value} is neither -1 nor one of the {len(model)} ids")
+        decoder = Decoder.from_dict(spec_value(spec, "decoder", dict, "Tokenizer"), model.piece_bytes, model.types)
+        return cls(model, Normalizer.from_dict(spec_value(spec, "normalizer", dict, "Tokenizer")),
+                   PreTokenizer.from_dict(spec_value(spec, "pre_tokenizer", dict, "Tokenizer")), decoder=decoder,
+                   **ids)
+
+    def save(self, path: str | Path) -> None:
+        """Write one self-describing file holding every stage (JSON, no pickle; see
+        :mod:`gpu_text.tokenizer.tokenizer_file`); :meth:`load` reads it back.
+
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "tok.json"
+        >>> tok = Tokenizer(BPEModel(["<unk>", "▁a", "b"], [0.0, 0.0, -1.0], [2, 1, 1]),
+        ...                 Normalizer("NFKC", add_dummy_prefix=True), PreTokenizer("whitespace", "split"))
+        >>> tok.save(path)
+        >>> again = Tokenizer.load(path)
+        >>> again.encode(["ａ b"]).ids.to_pylist(), again.decode([1, 2])
+        ([[1, 0, 2]], 'ab')
+        """
+        write_tokenizer_file(self.to_dict(), path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Tokenizer":
+        """Read a file written by :meth:`save`; a file that is not one, or is damaged, is a
+        ``ValueError`` (:class:`~gpu_text.tokenizer.tokenizer_file.TokenizerFileError`) naming it
+        and the problem.
+
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "tok.json"
+        >>> _ = path.write_text('{"format": "gpu_text.Tokenizer/1", "model": {}}')
+        >>> Tokenizer.load(path)
+        Traceback (most recent call last):
+        ...
+        gpu_text.tokenizer.tokenizer_file.TokenizerFileError: ...tok.json: BPEModel spec: 'pieces' is missing
+        """
+        spec = read_tokenizer_file(path)
+        try:
+            return cls.from_dict(spec)
+        except ValueError as exc:
+            raise TokenizerFileError(f"{path}: {exc}") from None
 
 
 __all__ = ["Encoding", "Tokenizer"]

@@ -1,0 +1,109 @@
+"""The tokenizer file: one self-describing JSON document holding every stage's configuration.
+
+Layout (each stage's part is that stage's ``to_dict``; see their docstrings)::
+
+    {"format": "gpu_text.Tokenizer/1",
+     "normalizer": {"name", "space", "remove_extra_whitespaces", "escape_whitespaces",
+                    "add_dummy_prefix", "reconstruct",
+                    "charsmap": null (a shipped rule, by name) | [[source, target], ...]},
+     "pre_tokenizer": {"split", "digits", "space",
+                       "cn": null | "char" | {"dictionary": {"words", "freqs", "total"}, "compat"}},
+     "model": {"pieces", "scores", "types", "unk_id", "byte_fallback"},
+     "decoder": {"space", "strip_leading_space"},
+     "special_tokens": {"bos_id", "eos_id", "pad_id"}}
+
+Bytes that are not UTF-8 (a piece, a charsmap entry) are written ``{"base64": ...}``; scores are
+the float32 values as exact JSON numbers. The file is UTF-8 JSON with no NaN or infinity. It is
+told from the two formats this package also reads by its content, not its name
+(:func:`model_file_kind`): SentencePiece's ``.model`` (a protobuf) and the seed's text format.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+FORMAT = "gpu_text.Tokenizer/1"
+FORMAT_PREFIX = "gpu_text.Tokenizer/"
+
+
+class TokenizerFileError(ValueError):
+    """A tokenizer file that cannot be read; the message names the file and the problem."""
+
+
+def write_tokenizer_file(spec: dict[str, Any], path: str | os.PathLike) -> None:
+    """Writes a tokenizer spec (``Tokenizer.to_dict()``) as compact UTF-8 JSON.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.json"
+    >>> write_tokenizer_file({"format": FORMAT}, path)
+    >>> path.read_text()
+    '{"format":"gpu_text.Tokenizer/1"}\\n'
+    """
+    text = json.dumps(spec, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text + "\n")
+
+
+def read_tokenizer_file(path: str | os.PathLike) -> dict[str, Any]:
+    """The spec in a tokenizer file, once it is known to be JSON of this format and version
+    (the stages check their own parts).
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.json"
+    >>> _ = path.write_text('{"format": "gpu_text.Tokenizer/1", "model": ')
+    >>> read_tokenizer_file(path)
+    Traceback (most recent call last):
+    ...
+    gpu_text.tokenizer.tokenizer_file.TokenizerFileError: ...t.json: not valid JSON (truncated?): \
+Expecting value: line 1 column 45 (char 44)
+    """
+    name = os.fspath(path)
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        spec = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except UnicodeDecodeError as exc:
+        raise TokenizerFileError(f"{name}: not UTF-8 text (byte {exc.start}): not a tokenizer file") from None
+    except ValueError as exc:  # json.JSONDecodeError, or a NaN / Infinity
+        raise TokenizerFileError(f"{name}: not valid JSON (truncated?): {exc}") from None
+    if not isinstance(spec, dict) or "format" not in spec:
+        raise TokenizerFileError(f"{name}: a tokenizer file is a JSON object with a \"format\" key; this is not one")
+    found = spec["format"]
+    if found != FORMAT:
+        newer = isinstance(found, str) and found.startswith(FORMAT_PREFIX)
+        raise TokenizerFileError(f"{name}: format {found!r} is not {FORMAT!r}"
+                                 + (" (written by another version of gpu_text)" if newer else ""))
+    return spec
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def model_file_kind(path: str | os.PathLike) -> str:
+    """What a model file is, from its first bytes: ``"tokenizer"`` (this JSON format),
+    ``"model_file"`` (the seed's text format, which starts with a ``[section]``) or
+    ``"sentencepiece"`` (anything else: a protobuf ``ModelProto``, whose reader says what is wrong).
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "a").write_text(' {"format": "gpu_text.Tokenizer/1"}')
+    >>> _ = (folder / "b").write_text("[CounterSpec]\\n")
+    >>> _ = (folder / "c").write_bytes(b"\\n{\\n\\x05<unk>")
+    >>> [model_file_kind(folder / n) for n in "abc"]
+    ['tokenizer', 'model_file', 'sentencepiece']
+    """
+    with open(path, "rb") as f:
+        head = f.read(64)
+    # a BOM, spaces, tabs and CRs are no content; not LF, which begins every ModelProto (its
+    # field 1), followed by a length byte that may well be "{" or "["
+    head = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r")
+    if head.startswith(b"{"):
+        return "tokenizer"
+    if head.startswith(b"["):
+        return "model_file"
+    return "sentencepiece"
+
+
+__all__ = ["FORMAT", "TokenizerFileError", "model_file_kind", "read_tokenizer_file", "write_tokenizer_file"]
