@@ -150,39 +150,68 @@ def piece_chars(data, offsets):
 
 
 @njit(**JIT)
-def _symbol_id(chars, state, check, label, eow, data, begin, end):
-    """The id of data[begin:end) as a symbol: a character's id, a piece's id, or -1."""
-    width, key = char_at(data, begin, end)
-    if begin + width == end:
-        return lookup(chars[0], chars[1], key)
-    node = 0
-    for i in range(begin, end):
-        node = trie_step(state, check, label, node, data[i])
-        if node < 0:
-            return -1
-    return trie_value(state, check, label, eow, node)
+def suffix_ids(data, offsets, ids):
+    """For every byte ``i`` of every piece, the id of the piece that is ``data[i:end)`` (the piece's
+    suffix from ``i``), or -1. Found in a trie of the reversed pieces kept in a hash table
+    (``node << 8 | byte`` -> child), so each piece is walked once from its end: linear in the total
+    piece length, where walking every suffix forward in the trie would be quadratic in a piece's."""
+    edge_keys, edge_values = empty_table(data.size + 1)
+    node_ids = np.full(data.size + 1, -1, np.int32)
+    n_nodes = 1
+    for p in range(offsets.size - 1):
+        node = 0
+        for i in range(offsets[p + 1] - 1, offsets[p] - 1, -1):
+            key = (np.uint64(node) << np.uint64(8)) | np.uint64(data[i])
+            child = lookup(edge_keys, edge_values, key)
+            if child < 0:
+                child = n_nodes
+                n_nodes += 1
+                store(edge_keys, edge_values, key, child)
+            node = child
+        node_ids[node] = ids[p]
+    found = np.full(data.size, -1, np.int32)
+    for p in range(offsets.size - 1):
+        node = 0
+        for i in range(offsets[p + 1] - 1, offsets[p] - 1, -1):
+            node = lookup(edge_keys, edge_values, (np.uint64(node) << np.uint64(8)) | np.uint64(data[i]))
+            found[i] = node_ids[node]
+    return found
 
 
 @njit(**JIT)
 def pair_tables(data, offsets, ids, chars, state, check, label, eow):
+    """The merges and joins tables of the pieces ``data[offsets[p]:offsets[p + 1])`` (ids ``ids``,
+    the words of the trie ``state, check, label, eow``): every split of a piece into two symbols
+    that are both pieces (or single characters) is a merge. The left part grows by one character
+    per split, so its trie node is stepped on, not walked again; the right parts come from
+    :func:`suffix_ids`. Linear in the total piece length."""
     merge_keys, merge_ids = np.empty(data.size, np.uint64), np.empty(data.size, np.int32)
     join_keys = np.empty(data.size, np.uint64)
+    suffix = suffix_ids(data, offsets, ids)
     n_merges = n_joins = 0
     for p in range(offsets.size - 1):
         begin, end = offsets[p], offsets[p + 1]
         width, key = char_at(data, begin, end)
         left_char = lookup(chars[0], chars[1], key)
-        split = begin + width
+        split = first = begin + width
+        node = 0  # the trie node of data[begin:split), -1 once no word starts so
+        for i in range(begin, split):
+            node = trie_step(state, check, label, node, data[i]) if node >= 0 else -1
         while split < end:
             width, key = char_at(data, split, end)
             right_char = lookup(chars[0], chars[1], key)
             join_keys[n_joins] = pair_key(left_char, right_char)
             n_joins += 1
-            left = _symbol_id(chars, state, check, label, eow, data, begin, split)
-            right = _symbol_id(chars, state, check, label, eow, data, split, end)
+            if split == first:
+                left = left_char  # a single character: its id, piece or not
+            else:
+                left = trie_value(state, check, label, eow, node) if node >= 0 else -1
+            right = right_char if split + width == end else suffix[split]
             if left >= 0 and right >= 0:
                 merge_keys[n_merges], merge_ids[n_merges] = pair_key(left, right), ids[p]
                 n_merges += 1
+            for i in range(split, split + width):
+                node = trie_step(state, check, label, node, data[i]) if node >= 0 else -1
             left_char = right_char
             split += width
     joins = np.unique(join_keys[:n_joins])

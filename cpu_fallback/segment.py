@@ -18,10 +18,53 @@ def _char_at(data, i, end):
     return cp, max(n, 1)
 
 
+@njit(inline="always", **JIT)
+def jieba_block_char(cp):
+    """jieba's re_han_default characters: [\u4E00-\u9FD5a-zA-Z0-9+#&._%-] (jieba_block_char in segment.cu)."""
+    return ((0x4E00 <= cp <= 0x9FD5) or (0x61 <= cp <= 0x7A) or (0x41 <= cp <= 0x5A) or (0x30 <= cp <= 0x39)
+            or cp == 0x2B or cp == 0x23 or cp == 0x26 or cp == 0x2E or cp == 0x5F or cp == 0x25 or cp == 0x2D)
+
+
+@njit(inline="always", **JIT)
+def python_space(cp):
+    """Python's str.isspace, what jieba's re_skip_default matches (python_space in segment.cu)."""
+    return ((0x09 <= cp <= 0x0D) or (0x1C <= cp <= 0x20) or cp == 0x85 or cp == 0xA0 or cp == 0x1680
+            or (0x2000 <= cp <= 0x200A) or cp == 0x2028 or cp == 0x2029 or cp == 0x202F or cp == 0x205F
+            or cp == 0x3000)
+
+
 @njit(**JIT)
-def _tokens_of_string(data, begin, end, starts, ends, is_han, out):
+def _jieba_tokens_of_string(data, begin, end, starts, ends, is_han, out):
+    """jieba's split of data[begin:end]: block runs (to the lattice), whitespace dropped, any other
+    character alone. Counts the tokens and writes them from ``out`` when ``starts`` is not empty."""
+    count = 0
+    i = begin
+    prev_block = False
+    while i < end:
+        cp, n = _char_at(data, i, end)
+        block = jieba_block_char(cp)
+        if python_space(cp):
+            block = False
+        elif block and prev_block:
+            if starts.size:
+                ends[out + count - 1] = i + n
+        else:
+            if starts.size:
+                starts[out + count] = i
+                ends[out + count] = i + n
+                is_han[out + count] = block
+            count += 1
+        prev_block = block
+        i += n
+    return count
+
+
+@njit(**JIT)
+def _tokens_of_string(data, begin, end, starts, ends, is_han, out, jieba_mode):
     """Counts the tokens of data[begin:end] and, when ``starts`` is not empty, writes them from
     index ``out``."""
+    if jieba_mode:
+        return _jieba_tokens_of_string(data, begin, end, starts, ends, is_han, out)
     count = 0
     i = begin
     prev_class = -1
@@ -63,24 +106,27 @@ def _tokens_of_string(data, begin, end, starts, ends, is_han, out):
 
 
 @njit(parallel=True, **JIT)
-def _count_tokens(data, offsets):
+def _count_tokens(data, offsets, jieba_mode):
     counts = np.zeros(offsets.size - 1, np.int64)
     empty_i = np.zeros(0, np.int64)
     empty_b = np.zeros(0, np.uint8)
     for s in prange(offsets.size - 1):
-        counts[s] = _tokens_of_string(data, offsets[s], offsets[s + 1], empty_i, empty_i, empty_b, 0)
+        counts[s] = _tokens_of_string(data, offsets[s], offsets[s + 1], empty_i, empty_i, empty_b, 0, jieba_mode)
     return counts
 
 
 @njit(parallel=True, **JIT)
-def _fill_tokens(data, offsets, token_offsets, starts, ends, is_han):
+def _fill_tokens(data, offsets, token_offsets, starts, ends, is_han, jieba_mode):
     for s in prange(offsets.size - 1):
-        _tokens_of_string(data, offsets[s], offsets[s + 1], starts, ends, is_han, token_offsets[s])
+        _tokens_of_string(data, offsets[s], offsets[s + 1], starts, ends, is_han, token_offsets[s], jieba_mode)
 
 
-def presplit(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Tokens of every string: (starts, ends) byte positions in ``data``, is-Han flags, and row offsets."""
-    counts = _count_tokens(data, offsets)
+def presplit(data: np.ndarray, offsets: np.ndarray, jieba_mode: bool = False
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Tokens of every string: (starts, ends) byte positions in ``data``, lattice-run flags (Han
+    runs; jieba's blocks in ``jieba_mode``), and row offsets."""
+    jieba_mode = bool(jieba_mode)
+    counts = _count_tokens(data, offsets, jieba_mode)
     token_offsets = np.zeros(counts.size + 1, np.int64)
     np.cumsum(counts, out=token_offsets[1:])
     total = int(token_offsets[-1])
@@ -88,7 +134,7 @@ def presplit(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndar
     ends = np.empty(total, np.int64)
     is_han = np.empty(total, np.uint8)
     if total:
-        _fill_tokens(data, offsets, token_offsets, starts, ends, is_han)
+        _fill_tokens(data, offsets, token_offsets, starts, ends, is_han, jieba_mode)
     return starts, ends, is_han, token_offsets
 
 

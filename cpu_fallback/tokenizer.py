@@ -6,7 +6,10 @@ It gives the ids of the staged path (:class:`~gpu_text.tokenizer.normalizer.Norm
 which the GPU runs kernel by kernel over the whole batch) from the same row functions, without
 the batch-sized intermediate arrays between the stages. Chunks of rows run on threads (the jitted
 code releases the GIL); each chunk merges a distinct part once (:func:`cpu_fallback.bpe.encode_pre_token`).
-No CUDA twin: the GPU runs the stages (``normalizer``, ``pre_tokenizer``, ``bpe``) kernel by kernel.
+User-defined symbols (a trie of piece ids) are found in each normalized row first, as the staged
+path's ``symbol_matches`` finds them: left to right, the longest symbol at a character is one id
+and the scan goes on after it; the text between symbols is pre-tokenized and merged stretch by
+stretch. No CUDA twin: the GPU runs the stages (``normalizer``, ``pre_tokenizer``, ``bpe``) kernel by kernel.
 """
 from __future__ import annotations
 
@@ -19,9 +22,11 @@ from numba import njit
 from .borrow import borrow
 from .bpe import emit_pre_token, encode_pre_token, memo_rows, new_scratch
 from .chunks import chunk_bounds
+from .double_array import walk_prefixes
 from .jit import JIT
 from .normalizer import REPLACEMENT_BYTES, match_starts_table, normalize_row, trim_symbols
 from .pre_tokenizer import next_pre_token
+from .utf8 import sequence_at
 
 @njit(inline="always", **JIT)
 def _grown(array, size, keep):
@@ -30,12 +35,28 @@ def _grown(array, size, keep):
     return out
 
 
+@njit(inline="always", **JIT)
+def _next_symbol(text, p, end, symbols):
+    """(start, end, id) of the first user-defined symbol at a character at or after p (the longest
+    there), or (end, end, -1)."""
+    state, check, label, eow = symbols
+    none = np.zeros(0, np.int64)
+    while p < end and state.size > 1:  # an empty trie is the one-slot placeholder
+        _, stop, value = walk_prefixes(state, check, label, eow, text, p, end, none, none, 0, False)
+        if value >= 0:
+            return p, stop, value
+        length, _ = sequence_at(text, p, end)
+        p += max(length, 1)
+    return end, end, -1
+
+
 @njit(**JIT)
 def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy, growth, match_starts, dfa_table,
                  dfa_accepting, space, scores, char_keys, char_ids, merge_keys, merge_ids, join_keys, join_values,
-                 bmp_ids, byte_ids, unk_id, with_spans, memo, scratch):
+                 bmp_ids, byte_ids, unk_id, with_spans, symbols, memo, scratch):
     """Ids of rows first..last-1, ids per row, and (``with_spans``) each id's span in the original row.
-    ``memo`` and ``scratch``: an empty memo and :func:`~cpu_fallback.bpe.new_scratch`."""
+    ``symbols``: the user-defined symbols' trie arrays; ``memo`` and ``scratch``: an empty memo and
+    :func:`~cpu_fallback.bpe.new_scratch`."""
     none8, none64 = np.zeros(0, np.uint8), np.zeros(0, np.int64)
     # per pre-token work gets borrowed views (see cpu_fallback.borrow) of the arguments and of the
     # buffers (kept in *_owner variables, which stay in use to the end)
@@ -91,8 +112,17 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
             ids, starts, ends = borrow(ids_owner), borrow(starts_owner), borrow(ends_owner)
         row_ids = n_ids
         p = at
+        symbol_start, symbol_end, symbol_id = _next_symbol(text, p, at + n, symbols)
         while p < at + n:
-            _, q = next_pre_token(text, p, at + n, dfa_table, dfa_accepting, space)
+            if p == symbol_start:
+                ids[n_ids] = symbol_id
+                if with_spans:
+                    starts[n_ids], ends[n_ids] = p, symbol_end
+                n_ids += 1
+                p = symbol_end
+                symbol_start, symbol_end, symbol_id = _next_symbol(text, p, at + n, symbols)
+                continue
+            _, q = next_pre_token(text, p, symbol_start, dfa_table, dfa_accepting, space)
             filled, source = encode_pre_token(text, p, q, scores, char_keys, char_ids, merge_keys, merge_ids,
                                               join_keys, join_values, bmp_ids, length, pid, memo, filled, sym_start,
                                               sym_id, pair_id, pair_score)
@@ -110,21 +140,24 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
 
 
 def encode_text(data, offsets, normalizer, symbol, collapse, dummy, growth, dfa, scores, byte_ids, unk_id, tables,
-                with_spans):
+                with_spans, symbols=None):
     """Ids (int32) of every row of the batch ``data``/``offsets``, row offsets into them (int64),
     and, when ``with_spans``, each id's start and end in its original row (int64; else None).
 
     ``normalizer``: the charsmap arrays (trie, targets, target offsets); ``symbol``, ``collapse``,
     ``dummy`` as in :func:`cpu_fallback.normalizer.normalize_text`; ``growth``: the normalizer's most
     output bytes per input byte; ``dfa`` a ``PreTokenDFA``;
-    ``scores``, ``byte_ids``, ``unk_id``, ``tables`` the BPE model's.
+    ``scores``, ``byte_ids``, ``unk_id``, ``tables`` the BPE model's; ``symbols`` the four trie
+    arrays of the user-defined symbols (None when there are none).
     """
     match_starts = match_starts_table(*normalizer[:4])
     bounds = chunk_bounds(np.diff(offsets), per_thread=1)  # a chunk merges a part once
     c = np.ascontiguousarray  # borrowed views need C order
+    if symbols is None:  # the one-slot placeholder trie, which _next_symbol skips
+        symbols = (np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.uint8), np.zeros(1, np.uint8))
     common = (tuple(c(a) for a in normalizer), c(symbol), collapse, dummy, growth, match_starts, c(dfa.table),
               c(dfa.accepting), np.uint32(dfa.space), c(scores), *(c(a) for a in tables), c(byte_ids),
-              np.int32(unk_id), bool(with_spans))
+              np.int32(unk_id), bool(with_spans), tuple(c(a) for a in symbols))
 
     def chunk(c: int):
         first, last = int(bounds[c]), int(bounds[c + 1])

@@ -1,8 +1,11 @@
 // segment.cu -- dictionary word segmentation (DictCut): pre-split marks and the Viterbi lattice.
 //
-// Pre-split: every codepoint is marked as dropped (space), starting a token, or continuing the
-// previous one; Han, letter and digit runs group, everything else stands alone, and a letter run
-// keeps an apostrophe that is followed by a letter ("don't").
+// Pre-split: every codepoint is marked as dropped (space), starting a token (one the lattice
+// cuts, or one kept whole), or continuing the previous one. DictCut: Han, letter and digit runs
+// group, everything else stands alone, and a letter run keeps an apostrophe that is followed by a
+// letter ("don't"); Han runs go to the lattice. jieba mode: runs of jieba's block characters
+// (re_han_default, [\u4E00-\u9FD5a-zA-Z0-9+#&._%-]) go to the lattice, Python's whitespace
+// (str.isspace, what re_skip_default's \s matches) is dropped, anything else stands alone.
 // Viterbi: one thread per Han run solves the best path backward over the run's byte positions
 // (edges from the prefix search, plus a one-character fallback edge), then emits its words.
 #include "utf8.cuh"
@@ -11,13 +14,37 @@
 #define KIND_DROP 0
 #define KIND_START 1
 #define KIND_CONTINUE 2
+#define KIND_START_RUN 3  // a token the lattice cuts
+
+__device__ __forceinline__ bool jieba_block_char(u32 c) {
+    return (c >= 0x4E00u && c <= 0x9FD5u) || (c >= 0x61u && c <= 0x7Au) || (c >= 0x41u && c <= 0x5Au) ||
+           (c >= 0x30u && c <= 0x39u) || c == 0x2Bu || c == 0x23u || c == 0x26u || c == 0x2Eu || c == 0x5Fu ||
+           c == 0x25u || c == 0x2Du;
+}
+
+__device__ __forceinline__ bool python_space(u32 c) {
+    return (c >= 0x09u && c <= 0x0Du) || (c >= 0x1Cu && c <= 0x20u) || c == 0x85u || c == 0xA0u || c == 0x1680u ||
+           (c >= 0x2000u && c <= 0x200Au) || c == 0x2028u || c == 0x2029u || c == 0x202Fu || c == 0x205Fu ||
+           c == 0x3000u;
+}
+
+__device__ __forceinline__ u8 jieba_kind(const u32* codepoints, const u8* row_start, i64 k) {
+    const u32 c = codepoints[k];
+    if (python_space(c)) return KIND_DROP;
+    if (!jieba_block_char(c)) return KIND_START;
+    return !row_start[k] && jieba_block_char(codepoints[k - 1]) ? KIND_CONTINUE : KIND_START_RUN;
+}
 
 // row_start[k] is 1 when codepoint k begins a string (row_start[n] == 1 closes the last one).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 presplit_kinds(const u32* __restrict__ codepoints, const u8* __restrict__ classes, const u8* __restrict__ row_start,
-               i64 n, u8* __restrict__ kinds) {
+               i64 n, int jieba_mode, u8* __restrict__ kinds) {
     const i64 k = global_thread_index();
     if (k >= n) return;
+    if (jieba_mode) {
+        kinds[k] = jieba_kind(codepoints, row_start, k);
+        return;
+    }
     const u8 c = classes[k];
     u8 kind;
     if (c == GT_CLASS_SPACE) kind = KIND_DROP;
@@ -32,7 +59,7 @@ presplit_kinds(const u32* __restrict__ codepoints, const u8* __restrict__ classe
         else if (c == GT_CLASS_OTHER) kind = KIND_START;
         else kind = prev == c ? KIND_CONTINUE : KIND_START;
     }
-    kinds[k] = kind;
+    kinds[k] = kind == KIND_START && c == GT_CLASS_HAN ? KIND_START_RUN : kind;
 }
 
 // The lattice of span s, solved backward. For every codepoint start p of the span:

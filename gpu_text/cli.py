@@ -2,18 +2,20 @@
 
 Every command lives in its package's ``commands.py`` (``add_commands(subparsers)``, built with
 :mod:`gpu_text.cli_helpers`); only ``info`` is here. Errors end a command with one line on stderr,
-``gpu-text <command>: error: ...``, and exit code 2.
+``gpu-text <command>: error: ...``, and exit code 2; ``--debug`` (or ``GPU_TEXT_DEBUG=1``) shows
+the traceback instead.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import json
+import os
 import platform
 import sys
 from typing import Any
 
-from gpu_text.cli_helpers import CommandParser, add_command, report_error
+from gpu_text.cli_helpers import CommandParser, add_command, add_debug_option, debugging, report_error
 
 
 def environment_info() -> dict[str, Any]:
@@ -26,13 +28,17 @@ def environment_info() -> dict[str, Any]:
     import numba
 
     import gpu_text
-    from gpu_text.backend import cuda_unavailable_reason, get_backend
+    from gpu_text.backend import ENV_VAR, cuda_unavailable_reason, get_backend
 
+    try:
+        backend = get_backend().name
+    except Exception as exc:  # a bad $GPU_TEXT_BACKEND is what info is asked to show, not a failure
+        backend = f"unusable: ${ENV_VAR}={os.environ.get(ENV_VAR)!r} ({exc})"
     info: dict[str, Any] = {
         "gpu_text": gpu_text.__version__,
         "python": platform.python_version(),
         "numba": numba.__version__,
-        "backend": get_backend().name,
+        "backend": backend,
         "cuda_unavailable_reason": cuda_unavailable_reason(),
         "device": None,
     }
@@ -97,7 +103,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 # The modules that add commands: each has add_commands(subparsers), called in this order.
-COMMAND_MODULES: list[str] = ["gpu_text.segment.commands", "gpu_text.tokenizer.commands", "gpu_text.crf.commands"]
+COMMAND_MODULES: list[str] = ["gpu_text.segment.commands", "gpu_text.tokenizer.commands", "gpu_text.crf.commands",
+                               "gpu_text.word2vec.commands"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     """
     parser = CommandParser(prog="gpu-text", description="GPU-accelerated text processing.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
+    add_debug_option(parser)
     commands = parser.add_subparsers(dest="command")
     info = add_command(commands, "info", cmd_info, "version, backend, device and toolchain")
     info.add_argument("--json", action="store_true", help="machine-readable output")
@@ -141,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.run(args))
-    except Exception as exc:  # bad input of any kind: one line, never a traceback
+    except Exception as exc:  # bad input of any kind: one line, never a traceback (unless asked for)
+        if debugging(args):
+            raise
         return report_error(args.command_name, exc)
 
 

@@ -78,13 +78,24 @@ def score_words(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]
 
 
 def read_segmented(path: str, separator: str | None = None) -> list[list[str]]:
-    """Lines of a segmented file (words separated by whitespace, or by ``separator``).
+    """Lines of a segmented file (words separated by whitespace, or by ``separator``). Lines end
+    at ``\\n`` or ``\\r\\n`` only and a byte order mark is dropped, as everywhere
+    (:func:`gpu_text.documents.read_documents`); the text must be UTF-8.
 
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "s.txt")
-    >>> _ = open(p, "w").write("南京  市\\n\\n长江 大桥\\n")
+    >>> _ = open(p, "wb").write("\\ufeff南京  市\\r\\n\\n长江 大桥\\n".encode())
     >>> read_segmented(p)
     [['南京', '市'], [], ['长江', '大桥']]
     """
-    with open(path, encoding="utf-8") as lines:
-        return [[w for w in line.rstrip("\n").split(separator) if w] for line in lines]
+    from gpu_text.documents import iter_documents
+
+    lines = []
+    for located in iter_documents(path, format="txt"):
+        for number, raw in enumerate(located.batch.to_bytes_list(), located.first):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+            lines.append([w for w in line.split(separator) if w])
+    return lines

@@ -16,6 +16,7 @@ from gpu_text.batch import TextBatch
 NEWLINE = 0x0A
 CARRIAGE_RETURN = 0x0D
 DEFAULT_CHUNK_BYTES = 16 << 20
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def lines_to_batch(buffer: bytes | np.ndarray) -> TextBatch:
@@ -42,28 +43,88 @@ def lines_to_batch(buffer: bytes | np.ndarray) -> TextBatch:
     return TextBatch(data[keep], offsets, check=False)
 
 
-def iter_line_chunks(stream: BinaryIO, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[bytes]:
+class LineTooLong(ValueError):
+    """A line longer than the ``max_line_bytes`` given to :func:`iter_line_chunks`; ``line`` is
+    its 1-based number in the stream (readers add the file name)."""
+
+    def __init__(self, line: int, limit: int) -> None:
+        super().__init__(f"line {line} is longer than {limit} bytes")
+        self.line, self.limit = line, limit
+
+
+def iter_line_chunks(stream: BinaryIO, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                     max_line_bytes: int | None = None) -> Iterator[bytes]:
     """Chunks of whole lines from a binary stream, each at most ``chunk_bytes`` unless a single
-    line is longer (that line then comes alone, whole).
+    line is longer (that line then comes alone, whole). A UTF-8 byte order mark opening the
+    stream is dropped. A line longer than ``max_line_bytes`` raises :class:`LineTooLong` as soon
+    as that much of it is read, so a stream without newlines (``/dev/zero``) cannot grow memory
+    without bound.
 
     >>> import io
-    >>> list(iter_line_chunks(io.BytesIO(b"a\\nbb\\nccc\\nd"), chunk_bytes=4))
+    >>> list(iter_line_chunks(io.BytesIO(b"\\xef\\xbb\\xbfa\\nbb\\nccc\\nd"), chunk_bytes=4))
     [b'a\\n', b'bb\\n', b'ccc\\n', b'd']
+    >>> try:
+    ...     list(iter_line_chunks(io.BytesIO(b"ok\\ntoo long\\n"), max_line_bytes=4))
+    ... except LineTooLong as too_long:
+    ...     print(too_long)
+    line 2 is longer than 4 bytes
     """
     if chunk_bytes < 1:
         raise ValueError(f"chunk_bytes must be at least 1, got {chunk_bytes}")
-    carry = b""
-    while True:
-        # read only what tops the carried partial line up to a chunk, so chunks stay bounded
-        piece = stream.read(chunk_bytes - len(carry) if len(carry) < chunk_bytes else chunk_bytes)
+    head = _read_up_to(stream, len(UTF8_BOM))
+    piece = head[len(UTF8_BOM):] if head.startswith(UTF8_BOM) else head
+    if head.startswith(UTF8_BOM) and not piece:
+        piece = stream.read(chunk_bytes)
+    # pieces of the line still open (no newline read yet), joined once its newline comes, so a
+    # long line costs one copy, not one per read
+    parts: list[bytes] = []
+    pending = 0
+    line = 1
+    while piece:
+        cut = piece.rfind(b"\n") + 1
+        if cut == 0:
+            parts.append(piece)
+            pending += len(piece)
+            # +1: the \r of a \r\n may be read before its \n
+            if max_line_bytes is not None and pending > max_line_bytes + 1:
+                raise LineTooLong(line, max_line_bytes)
+        else:
+            parts.append(piece[:cut])
+            chunk = b"".join(parts)
+            parts, pending = [piece[cut:]], len(piece) - cut
+            if max_line_bytes is not None:
+                _check_lines(chunk, line, max_line_bytes)
+                line += chunk.count(b"\n")
+            yield chunk
+        piece = stream.read(chunk_bytes - pending if pending < chunk_bytes else chunk_bytes)
+    if pending:
+        chunk = b"".join(parts)
+        if max_line_bytes is not None:
+            _check_lines(chunk, line, max_line_bytes)
+        yield chunk
+
+
+def _read_up_to(stream: BinaryIO, size: int) -> bytes:
+    """``size`` bytes, fewer only at the end of the stream (a pipe may return short reads)."""
+    data = b""
+    while len(data) < size:
+        piece = stream.read(size - len(data))
         if not piece:
             break
-        chunk = carry + piece
-        cut = chunk.rfind(b"\n") + 1
-        if cut == 0:  # no line ends in it yet: keep reading until one does
-            carry = chunk
-            continue
-        carry = chunk[cut:]
-        yield chunk[:cut]
-    if carry:
-        yield carry
+        data += piece
+    return data
+
+
+def _check_lines(chunk: bytes, first_line: int, limit: int) -> None:
+    if len(chunk) <= limit:  # no line of it can be longer: the common case costs nothing
+        return
+    data = np.frombuffer(chunk, np.uint8)
+    ends = np.flatnonzero(data == NEWLINE)
+    if ends.size == 0 or ends[-1] != data.size - 1:
+        ends = np.append(ends, data.size)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    lengths = ends - starts
+    lengths -= (lengths > 0) & (data[np.maximum(ends - 1, 0)] == CARRIAGE_RETURN) & (ends < data.size)
+    long = np.flatnonzero(lengths > limit)
+    if long.size:
+        raise LineTooLong(first_line + int(long[0]), limit)

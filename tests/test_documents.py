@@ -6,11 +6,13 @@ import bz2
 import gzip
 import io
 import json
+import os
 import sys
+from pathlib import Path
 
 import pytest
 
-from gpu_text.documents import input_format, read_documents, total_bytes
+from gpu_text.documents import input_format, iter_documents, name_format, read_documents, total_bytes
 from gpu_text.textio import iter_line_chunks, lines_to_batch
 
 # U+2028, U+2029, U+0085, form feed, vertical tab and a lone CR all stay inside their document
@@ -97,9 +99,9 @@ def test_compression_is_found_by_content_not_name(tmp_path):
     assert read_all(plain)[0] == DOCS
 
 
-def test_input_format_from_the_name():
-    assert [input_format(p) for p in ["a.JSONL.GZ", "a.jsonl.zst", "a.Parquet", "a.tsv", "a", "a.txt.bz2"]] == [
-        "jsonl", "jsonl", "parquet", "txt", "txt", "txt"]
+def test_format_from_the_name():
+    names = ["a.JSONL.GZ", "a.jsonl.zst", "a.Parquet", "a.tsv", "a", "a.txt.bz2", "a.json", "a.ndjson.gz"]
+    assert [name_format(p) for p in names] == ["jsonl", "jsonl", "parquet", None, None, "txt", "json", "jsonl"]
 
 
 def test_parquet_zero_copy_batches_and_progress(tmp_path):
@@ -225,3 +227,156 @@ def test_truncated_compressed_input_names_the_file(tmp_path, kind):
     path.write_bytes(blob[:len(blob) // 2])
     with pytest.raises(ValueError, match=r"cut\.txt: damaged compressed data"):
         list(read_documents(path))
+
+
+# ----------------------------------------------------------------- content detection, BOM, limits
+
+@pytest.mark.parametrize("kind", ["none", "gzip", "bz2"])
+def test_byte_order_mark_is_dropped_in_every_text_format(tmp_path, kind, monkeypatch):
+    bom = b"\xef\xbb\xbf"
+    cases = {"a.txt": bom + b"first\nsecond\n", "a.jsonl": bom + b'{"text": "first"}\n{"text": "second"}\n',
+             "a.json": bom + b' ["first", "second"]', "sniffed": bom + b'{"text": "first"}\n{"text": "second"}\n'}
+    for name, content in cases.items():
+        path = tmp_path / name
+        path.write_bytes(compress(content, kind))
+        assert read_all(path, chunk_bytes=2)[0] == ["first", "second"], name
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(compress(bom + b"first\r\nsecond", kind))))
+    assert read_all("-")[0] == ["first", "second"]
+    (tmp_path / "only.txt").write_bytes(bom)
+    assert read_all(tmp_path / "only.txt")[0] == []
+    (tmp_path / "inner.txt").write_bytes(b"a\n" + bom + b"b\n")  # only the file's first bytes are a mark
+    assert read_all(tmp_path / "inner.txt")[0] == ["a", "\ufeffb"]
+
+
+def test_formats_by_content_then_name(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    records = b'{"text": "a"}\n{"text": "b"}\n'
+    files = {"records": records, "records.log.gz": gzip.compress(records), "notes.md": b"{not json\nb\n",
+             "list.txt": b'["a", "b"]\n', "object.txt": records, "array.JSON": b'\n [ "a" , {"text": "b"} ]\n',
+             "lines.json": records, "blank": b"", "brace": b"{}\n"}
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    pq.write_table(pa.table({"text": ["a", "b"]}), tmp_path / "table.jsonl")
+    formats = {name: input_format(tmp_path / name) for name in [*files, "table.jsonl"]}
+    assert formats == {"records": "jsonl", "records.log.gz": "jsonl", "notes.md": "txt", "list.txt": "txt",
+                       "object.txt": "txt", "array.JSON": "json", "lines.json": "json", "blank": "txt",
+                       "brace": "jsonl", "table.jsonl": "parquet"}
+    for name in ["records", "records.log.gz", "array.JSON", "lines.json", "table.jsonl"]:
+        assert read_all(tmp_path / name)[0] == ["a", "b"], name
+    assert read_all(tmp_path / "notes.md")[0] == ["{not json", "b"]
+    assert read_all(tmp_path / "object.txt", format="jsonl")[0] == ["a", "b"]
+    assert read_all(tmp_path / "records", format="txt")[0] == ['{"text": "a"}', '{"text": "b"}']
+    with pytest.raises(ValueError, match=r"object\.txt is not a Parquet file"):
+        list(read_documents(tmp_path / "object.txt", format="parquet"))
+    with pytest.raises(ValueError, match="format must be one of"):
+        list(read_documents(tmp_path / "records", format="xml"))
+
+
+def test_json_arrays_stream_element_by_element(tmp_path):
+    docs = [f"document {i} " + "z" * (i % 50) for i in range(3000)]
+    values = [d if i % 3 else {"body": d, "n": i} for i, d in enumerate(docs)] + [None, {"body": None}]
+    path = tmp_path / "docs.json"
+    path.write_text(json.dumps(values, indent=1), encoding="utf-8")
+    docs_read, progress, batches = read_all(path, field="body", chunk_bytes=1000)
+    assert docs_read == docs + ["", ""]
+    assert len(batches) > 50 and progress == path.stat().st_size
+    long = tmp_path / "long.json"
+    long.write_text(json.dumps(["x" * 100_000, 12345678901234567890 and "y"]), encoding="utf-8")
+    assert read_all(long, chunk_bytes=16)[0] == ["x" * 100_000, "y"]
+    empty = tmp_path / "empty.json"
+    empty.write_text(" [ ] ", encoding="utf-8")
+    assert read_all(empty)[0] == []
+
+
+@pytest.mark.parametrize("content, message", [
+    ('["a", 5]', r"bad\.json: element 2 of the JSON array: int, not a string"),
+    ('["a", {"other": "b"}]', r"element 2 of the JSON array: no field 'text'"),
+    ('[{"text": 1.5}]', r"element 1 of the JSON array: float"),
+    ('["a" "b"]', r"expected ',' in the JSON array"),
+    ('["a", ', r"element 2 of the JSON array: invalid JSON"),
+    ('["a"] ["b"]', r"data after the end of the JSON array"),
+    ('["a", tru]', r"element 2 of the JSON array: invalid JSON"),
+    ('["a", 12', r"element 2 of the JSON array: invalid JSON|int, not a string"),
+])
+def test_json_array_errors_name_the_element(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        list(read_documents(path, chunk_bytes=2))
+
+
+def test_json_array_invalid_utf8_is_named(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_bytes(b'["a", "\xff"]')
+    with pytest.raises(ValueError, match=r"bad\.json: not UTF-8"):
+        list(read_documents(path))
+
+
+@pytest.mark.parametrize("kind", ["none", "gzip"])
+def test_documents_longer_than_the_limit_are_named(tmp_path, kind):
+    limit = 100
+    for name, content, where in [
+        ("t.txt", b"ok\n" * 50 + b"y" * 101 + b"\nok\n", "t.txt:51"),
+        ("t2.txt", b"ok\r\n" + b"y" * 101, "t2.txt:2"),  # an unterminated last line
+        ("t.jsonl", b'{"text": "ok"}\n' * 3 + b'{"text": "' + b"y" * 200 + b'"}\n', "t.jsonl:4"),
+        ("t.json", b'["ok", "' + b"y" * 200 + b'"]', "t.json: element 2 of the JSON array"),
+    ]:
+        path = tmp_path / name
+        path.write_bytes(compress(content, kind))
+        for chunk in (7, 1 << 20):  # the long line spread over reads, or inside one chunk
+            with pytest.raises(ValueError, match=f"{where}: document longer than 100 bytes"):
+                list(read_documents(path, chunk_bytes=chunk, max_document_bytes=limit))
+    exact = tmp_path / "exact.txt"  # exactly the limit, CRLF or not, is fine
+    exact.write_bytes(b"y" * limit + b"\r\n" + b"z" * limit + b"\n" + b"w" * limit)
+    for chunk in (1, 3, 101, 1 << 20):
+        assert read_all(exact, chunk_bytes=chunk, max_document_bytes=limit)[0] == ["y" * limit, "z" * limit,
+                                                                                      "w" * limit]
+
+
+def test_parquet_documents_longer_than_the_limit_and_dictionary_columns(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"text": ["ok", "y" * 200, "ok"]}), path)
+    with pytest.raises(ValueError, match=r"t\.parquet: row 2: document longer than 100 bytes"):
+        list(read_documents(path, max_document_bytes=100))
+    encoded = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"text": pa.array(["a", "b", "a", None]).dictionary_encode()}), encoded)
+    assert read_all(encoded)[0] == ["a", "b", "a", ""]
+    damaged = tmp_path / "damaged.parquet"
+    damaged.write_bytes(path.read_bytes()[:30])
+    with pytest.raises(ValueError, match=r"damaged\.parquet"):
+        list(read_documents(damaged))
+
+
+def test_dev_zero_stops_at_the_limit():
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero")
+    with pytest.raises(ValueError, match="/dev/zero:1: document longer than 65536 bytes"):
+        list(read_documents("/dev/zero", max_document_bytes=1 << 16))
+
+
+def test_document_options_set_defaults_for_a_block(tmp_path):
+    from gpu_text.documents import document_options
+
+    path = tmp_path / "r.txt"
+    path.write_text('{"text": "' + "a" * 50 + '"}\n', encoding="utf-8")
+    with document_options(format="jsonl"):
+        assert read_all(path)[0] == ["a" * 50]
+        with document_options(max_document_bytes=10), pytest.raises(ValueError, match="longer than 10 bytes"):
+            list(read_documents(path))
+        assert read_all(path, format="txt")[0] == ['{"text": "' + "a" * 50 + '"}']  # an explicit value wins
+    assert read_all(path)[0] == ['{"text": "' + "a" * 50 + '"}']
+
+
+def test_iter_documents_numbers_documents_per_file(tmp_path):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("".join(f"{i}\n" for i in range(10)), encoding="utf-8")
+    b.write_text("x\ny\n", encoding="utf-8")
+    located = list(iter_documents([a, b], chunk_bytes=6))
+    assert [(Path(d.path).name, d.first, len(d.batch)) for d in located][:2] == [("a.txt", 1, 1), ("a.txt", 2, 3)]
+    for d in located:  # every batch's first number is its first line in its file
+        lines = (a if d.path == str(a) else b).read_text(encoding="utf-8").splitlines()
+        assert d.batch.to_pylist() == lines[d.first - 1:d.first - 1 + len(d.batch)]
+    assert sum(len(d.batch) for d in located if d.path == str(b)) == 2

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 CONFIGS = [(split, digits, han) for split in ("word", "isolate", "whitespace") for digits in ("keep", "split")
-           for han in (False, True)]
+           for han in (False, True)] + [("none", "keep", False)]
 PIECES = ["a", "b", "Ж", "'", "▁", "▁", "1", "２", "你", "好", ",", "。", "$", "\t", "\n", "🙂", "ｂ", " "]
 
 
@@ -92,3 +92,75 @@ def test_pre_tokenizer_on_every_backend(backend):
         got, want = pre.pre_tokenize(texts, backend), pre.pre_tokenize(texts, "cpu")
         assert got.starts.to_pylist() == want.starts.to_pylist() and got.ends.to_pylist() == want.ends.to_pylist()
     assert PreTokenizer(cn=cn).pre_tokenize(texts[-1:], backend).to_pylist() == [["我们", "在", "学习", "人工智能", "▁ok"]]
+
+
+SYMBOLS = ["<m>", "ab", "abc", "bcd", "你好", "▁x", "a"]
+
+
+def greedy_symbols(raw: bytes, words: list[bytes]) -> list[tuple[int, int, int]]:
+    """SentencePiece's scan, directly: the longest word at each character, then on after it."""
+    out, at = [], 0
+    chars = {offset for _, offset in reference.decode_string(raw)}
+    while at < len(raw):
+        if at in chars:
+            found = [(len(w), k) for k, w in enumerate(words) if raw.startswith(w, at)]
+            if found:
+                length, k = max(found)
+                out.append((at, at + length, k))
+                at += length
+                continue
+        at += 1
+    return out
+
+
+def symbol_reference(texts: list[bytes], pre: PreTokenizer, words: list[bytes]) -> tuple[list, list]:
+    """Pre-tokens (strings) and symbol ids: the symbols whole, each stretch between them split alone."""
+    pieces, ids = [], []
+    for raw in texts:
+        row_pieces, row_ids, at = [], [], 0
+        for start, end, k in greedy_symbols(raw, words) + [(len(raw), len(raw), -1)]:
+            if start > at:
+                stretch = pre.pre_tokenize([raw[at:start]], "cpu").to_pylist()[0]
+                row_pieces += stretch
+                row_ids += [-1] * len(stretch)
+            if k >= 0:
+                row_pieces.append(raw[start:end].decode("utf-8", "replace"))
+                row_ids.append(k)
+            at = end
+        pieces.append(row_pieces)
+        ids.append(row_ids)
+    return pieces, ids
+
+
+def test_user_symbols_on_every_backend(backend):
+    from gpu_text.trie import DoubleArrayTrie
+
+    words = [w.encode() for w in SYMBOLS]
+    trie = DoubleArrayTrie.build(words)
+    rng = np.random.default_rng(5)
+    pieces = PIECES + SYMBOLS + ["b", "c", "d", "<", "m>"]
+    texts = ["".join(pieces[k] for k in rng.integers(0, len(pieces), int(rng.integers(0, 25)))).encode()
+             for _ in range(150)] + [b"", b"abcd" * 50, "你好你好▁x".encode()]
+    cn = Dictionary(["你好", "好"], np.array([5, 1]), 10)
+    for pre in (PreTokenizer(), PreTokenizer(split="isolate", cn=cn), PreTokenizer(split="whitespace"),
+                PreTokenizer(split="none")):
+        got = pre.pre_tokenize(texts, backend, trie)
+        want_pieces, want_ids = symbol_reference(texts, pre, words)
+        assert got.to_pylist() == want_pieces
+        assert got.symbol_ids.to_pylist() == want_ids
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(st.sampled_from("abc<>d"), min_size=1, max_size=4), min_size=1, max_size=6, unique=True),
+       st.lists(st.text(st.sampled_from("abc<>d你"), max_size=20), max_size=5))
+def test_symbol_matches_are_sentencepiece_scan(words, texts):
+    from gpu_text.tokenizer.pre_tokenizer import symbol_matches
+    from gpu_text.trie import DoubleArrayTrie
+
+    raw = [t.encode() for t in texts]
+    batch = TextBatch.from_strings(raw)
+    encoded = [w.encode() for w in words]
+    starts, ends, values = symbol_matches(DoubleArrayTrie.build(encoded), batch.data, batch.offsets, "cpu")
+    want = [(int(batch.offsets[r]) + a, int(batch.offsets[r]) + b, k)
+            for r, t in enumerate(raw) for a, b, k in greedy_symbols(t, encoded)]
+    assert list(zip(starts.tolist(), ends.tolist(), values.tolist())) == want

@@ -103,3 +103,74 @@ def test_word_ends_matches_segment_on_han_runs(backend, compat):
     for run, start, run_ends in zip(runs, bounds[:-1].tolist(), ends):
         words = cut(seg, run, backend)
         assert [e - start for e in run_ends] == np.cumsum([len(w.encode()) for w in words]).tolist()
+
+
+# -- windows: long runs solved piecewise give exactly the words of the whole run ---------------------
+
+WINDOW_HAN = [chr(0x4E00 + k) for k in range(6)]
+
+
+def tie_dictionary(rng: np.random.Generator) -> Dictionary:
+    """Few characters, many overlapping words and small equal frequencies: many tied paths, and
+    float sums whose rounding depends on the order they are added in."""
+    words = sorted({"".join(rng.choice(WINDOW_HAN, int(rng.integers(1, 4)))) for _ in range(25)})
+    freqs = rng.integers(0, 4, len(words)).astype(np.int64)
+    return Dictionary(words, freqs, int(freqs.sum()) + int(rng.integers(0, 3)))
+
+
+def window_texts(rng: np.random.Generator, count: int) -> list[bytes]:
+    pieces = WINDOW_HAN * 4 + ["a", "1", " ", "，", "𠀀", "A"]
+    texts = []
+    for _ in range(count):
+        text = "".join(pieces[k] for k in rng.integers(0, len(pieces), int(rng.integers(0, 60)))).encode()
+        if rng.random() < 0.2:
+            at = int(rng.integers(0, len(text) + 1))
+            text = text[:at] + bytes(rng.choice([0x80, 0xBF, 0xE4, 0xB8], int(rng.integers(1, 6)))) + text[at:]
+        texts.append(text)
+    return texts
+
+
+def assert_same_segmentation(a, b) -> None:
+    for x, y in zip((a.starts, a.ends, a.word_ids), (b.starts, b.ends, b.word_ids)):
+        assert x.to_pylist() == y.to_pylist()
+
+
+@pytest.mark.parametrize("compat", [None, "jieba"])
+@pytest.mark.parametrize("seed", range(4))
+def test_windows_give_the_words_of_the_whole_run(backend, compat, seed):
+    rng = np.random.default_rng(seed)
+    d = tie_dictionary(rng)
+    texts = window_texts(rng, 12) + ["一二" * 20, ("一" * 7 + "，") * 3]
+    whole = Segmenter(d, compat=compat).segment(texts, backend)
+    for window in (1, 4, 9) if backend.name == "cpu" else (5,):  # a launch per window: the emulator is slow
+        assert_same_segmentation(Segmenter(d, compat=compat, window_bytes=window).segment(texts, backend), whole)
+
+
+@pytest.mark.parametrize("compat", [None, "jieba"])
+def test_windows_of_arbitrary_byte_spans(backend, compat):
+    """``word_ends`` on spans of any bytes (stray continuation bytes, truncated sequences)."""
+    rng = np.random.default_rng(7)
+    d = tie_dictionary(rng)
+    raw = b"".join(window_texts(rng, 6)) + bytes(rng.integers(0, 256, 120, dtype=np.uint8)) + b"\x80" * 9 + "一二".encode()
+    xp = backend.xp
+    data = xp.asarray(np.frombuffer(raw, np.uint8))
+    cuts = np.sort(rng.integers(0, len(raw), 12))
+    starts, ends = xp.asarray(np.concatenate([[0], cuts])), xp.asarray(np.concatenate([cuts, [len(raw)]]))
+    whole = Segmenter(d, compat=compat).word_ends(data, starts, ends, backend).to_pylist()
+    for window in (1, 3, 20) if backend.name == "cpu" else (6,):
+        assert Segmenter(d, compat=compat, window_bytes=window).word_ends(data, starts, ends, backend).to_pylist() == whole
+
+
+def test_a_run_without_cut_points_is_solved_whole():
+    """Every boundary of 一二一二… is crossed by a word: the window grows to the whole run."""
+    d = Dictionary(["一", "二", "一二", "二一"], np.array([1, 1, 1, 1]), 1)  # every weight 0: all paths tie
+    text = "一二" * 50
+    for compat in (None, "jieba"):
+        want = Segmenter(d, compat=compat).cut(text)
+        assert Segmenter(d, compat=compat, window_bytes=4).cut(text) == want
+
+
+def test_window_bytes_is_validated():
+    for bad in (0, -1, 1.5, True, "8"):
+        with pytest.raises(ValueError, match="window_bytes"):
+            Segmenter(window_bytes=bad)

@@ -14,7 +14,9 @@ HAN = [chr(c) for c in range(0x4E00, 0x4E00 + 12)]
 
 
 def random_texts(rng: np.random.Generator, count: int) -> list[bytes]:
-    pieces = HAN * 3 + ["a", "b", "'", " ", "1", "2", "，", "。", "\t", "🙂", "Ж"]
+    # jieba's block characters beside Han, Python-only whitespace (\x1c, U+1680) and Han after U+9FD5
+    pieces = HAN * 3 + ["a", "b", "'", " ", "1", "2", "，", "。", "\t", "🙂", "Ж", "+", "-", ".", "%", "\x1c",
+                        "\u1680", "\u3000", "\u9fd6", "Ａ", "６"]
     out = []
     for _ in range(count):
         n = int(rng.integers(0, 30))
@@ -37,11 +39,12 @@ def assert_arrays_equal(got, want):
         np.testing.assert_array_equal(host(g), w)
 
 
+@pytest.mark.parametrize("jieba_mode", [False, True])
 @pytest.mark.parametrize("size", [0, 1, 2, 1000])
-def test_presplit(backend, size):
+def test_presplit(backend, size, jieba_mode):
     batch = TextBatch.from_strings(random_texts(np.random.default_rng(size), size))
-    got = backend.op("segment", "presplit")(backend.asarray(batch.data), backend.asarray(batch.offsets))
-    assert_arrays_equal(got, reference.presplit(batch.data, batch.offsets))
+    got = backend.op("segment", "presplit")(backend.asarray(batch.data), backend.asarray(batch.offsets), jieba_mode)
+    assert_arrays_equal(got, reference.presplit(batch.data, batch.offsets, jieba_mode))
 
 
 @pytest.mark.parametrize("compat", [None, "jieba"])

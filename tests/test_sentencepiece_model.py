@@ -101,3 +101,159 @@ def test_bad_fields():
     bad_charsmap = b"\x0a\x03\x0a\x01a" + b"\x12\x02\x18\x02" + b"\x1a\x04\x12\x02\x01\x00"
     with pytest.raises(SentencePieceModelError, match="precompiled_charsmap at byte"):
         parse_sentencepiece_model(bad_charsmap)
+
+
+# --------------------------------------------------------------- edited models, checked as sentencepiece does
+
+
+def varint(value: int) -> bytes:
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
+def field(number: int, payload: int | bytes) -> bytes:
+    """A varint field (int payload) or a length-delimited one (bytes)."""
+    if isinstance(payload, int):
+        return varint(number << 3) + varint(payload)
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def top_fields(blob: bytes) -> list[tuple[int, bytes]]:
+    """The length-delimited top-level fields of a ModelProto (all of its fields are)."""
+    out, pos = [], 0
+    while pos < len(blob):
+        key, pos = _read_varint(blob, pos)
+        size, pos = _read_varint(blob, pos)
+        out.append((key >> 3, blob[pos:pos + size]))
+        pos += size
+    return out
+
+
+def _read_varint(blob: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        value |= (blob[pos] & 0x7F) << shift
+        pos += 1
+        if blob[pos - 1] < 0x80:
+            return value, pos
+        shift += 7
+
+
+def piece(text: str | bytes, kind: int = 1, score: float = 0.0) -> bytes:
+    raw = text.encode() if isinstance(text, str) else text
+    return field(1, raw) + varint(2 << 3 | 5) + np.float32(score).tobytes() + (field(3, kind) if kind != 1 else b"")
+
+
+def rebuilt(blob: bytes, extra_pieces: list[bytes] = (), keep=lambda i, p: True, trainer: bytes = b"") -> bytes:
+    """``blob`` with pieces filtered and added, and ``trainer`` fields merged into its trainer spec
+    (protobuf merges a repeated embedded message: a later scalar wins)."""
+    fields = top_fields(blob)
+    pieces = [p for i, (n, p) in enumerate((n, p) for n, p in fields if n == 1) if keep(i, p)] + list(extra_pieces)
+    rest = b"".join(field(n, p) for n, p in fields if n != 1)
+    return b"".join(field(1, p) for p in pieces) + rest + (field(2, trainer) if trainer else b"")
+
+
+@pytest.fixture(scope="module")
+def base() -> bytes:
+    return trained(normalization_rule_name="nmt_nfkc")
+
+
+def sp_ids(blob: bytes) -> tuple[int, int, int, int]:
+    p = spm.SentencePieceProcessor(model_proto=blob)
+    return p.unk_id(), p.bos_id(), p.eos_id(), p.pad_id()
+
+
+@pytest.mark.parametrize("trainer", [
+    field(41, 99999), field(42, -1), field(41, 5), field(40, 7), field(43, 1), field(43, 0),
+    field(46, b"zzz"), field(46, b"</s>"), field(48, b"</s>"), field(48, b"<unk>"), field(46, "▁t".encode()),
+], ids=["bos_id=99999", "eos_id=-1", "bos_id=5", "unk_id=7", "pad_id=1", "pad_id=0", "bos_piece=zzz",
+        "bos_piece=eos", "pad_piece=eos", "pad_piece=unk", "bos_piece=normal"])
+def test_special_ids_are_found_as_sentencepiece_finds_them(base, trainer, tmp_path):
+    """The trainer spec's ids are ignored: the ids are those of the pieces the spec names, when CONTROL."""
+    from gpu_text.tokenizer import Tokenizer
+
+    blob = rebuilt(base, trainer=trainer)
+    model = parse_sentencepiece_model(blob)
+    assert (model.unk_id, model.bos_id, model.eos_id, model.pad_id) == sp_ids(blob)
+    path = tmp_path / "m.model"
+    path.write_bytes(blob)
+    tok = Tokenizer.from_sentencepiece(path)
+    processor = spm.SentencePieceProcessor(model_proto=blob)
+    texts = ["In the beginning", "满纸荒唐言"]
+    for flags in (dict(add_bos=True), dict(add_eos=True), dict(add_bos=True, add_eos=True)):
+        if (flags.get("add_bos") and model.bos_id < 0) or (flags.get("add_eos") and model.eos_id < 0):
+            with pytest.raises(ValueError, match="no (bos|eos) token"):
+                tok.encode(texts, "cpu", **flags)
+            with pytest.raises((RuntimeError, ValueError), match="not defined as a control symbol"):
+                processor.encode(texts, **flags)
+        else:
+            assert tok.encode(texts, "cpu", **flags).ids.to_pylist() == processor.encode(texts, **flags)
+
+
+def test_a_model_without_bos_and_eos(tmp_path):
+    from gpu_text.tokenizer import Tokenizer
+
+    blob = trained(normalization_rule_name="nmt_nfkc", bos_id=-1, eos_id=-1)
+    path = tmp_path / "m.model"
+    path.write_bytes(blob)
+    tok = Tokenizer.from_sentencepiece(path)
+    assert (tok.bos_id, tok.eos_id) == (-1, -1) == sp_ids(blob)[1:3]
+    for flag in ("add_bos", "add_eos"):
+        with pytest.raises(ValueError, match="this tokenizer has no"):
+            tok.encode(["a"], "cpu", **{flag: True})
+
+
+def unk_first(i: int, p: bytes) -> bool:
+    return i != 0
+
+
+@pytest.mark.parametrize("edit, message, sentencepiece_loads", [
+    (dict(extra_pieces=[piece("")]), r"ModelProto.pieces\[\d+\]\): piece \d+ is empty", False),
+    (dict(extra_pieces=[piece("", 3)]), "is empty", False),
+    (dict(extra_pieces=[piece("<s>", 3)]), r"piece \d+ '<s>' is piece 1 again", False),
+    (dict(extra_pieces=[piece("<0x41>", 6)]), "'<0x41>' is a BYTE piece, but the trainer spec says byte_fallback=false",
+     False),
+    (dict(extra_pieces=[piece("<0xZZ>", 6)], trainer=field(35, 1)), "'<0xZZ>' is a BYTE piece but not one of", False),
+    (dict(extra_pieces=[piece("<0x0a>", 6)], trainer=field(35, 1)), "'<0x0a>' is a BYTE piece but not one of", False),
+    (dict(trainer=field(35, 1)), "byte_fallback=true needs the 256 BYTE pieces", False),
+    (dict(extra_pieces=[piece("<unk2>", 2)]), r"is a second UNKNOWN piece \(piece 0 is one\)", False),
+    (dict(keep=unk_first), "no piece has type UNKNOWN", False),
+    (dict(extra_pieces=[piece("a" * 8000)]), "is 8000 bytes long; a piece has at most 7999", False),
+    (dict(extra_pieces=[piece("é" * 4000)]), "is 8000 bytes long", False),
+    (dict(extra_pieces=[piece("▁the")]), r"'▁the' is piece 7 again", False),
+    (dict(extra_pieces=[piece("▁the", 3)]), r"'▁the' is piece 7 again", False),
+    # sentencepiece loads this one (NaN orders no merge): refused here
+    (dict(extra_pieces=[piece("zq", 1, float("nan"))]), "'zq' has score nan", True),
+])
+def test_bad_pieces_are_refused_with_the_place(base, edit, message, sentencepiece_loads, tmp_path):
+    blob = rebuilt(base, **edit)
+    path = tmp_path / "bad.model"
+    path.write_bytes(blob)
+    with pytest.raises(SentencePieceModelError, match=r"bad.model: malformed SentencePiece model.*" + message):
+        load_sentencepiece_model(path)
+    try:
+        spm.SentencePieceProcessor(model_proto=blob)
+        loads = True
+    except RuntimeError:
+        loads = False
+    assert loads == sentencepiece_loads
+
+
+def test_the_longest_piece_sentencepiece_loads_loads(base):
+    blob = rebuilt(base, extra_pieces=[piece("a" * 7999), piece("你" * 2666)])
+    spm.SentencePieceProcessor(model_proto=blob)
+    assert len(parse_sentencepiece_model(blob).pieces[-2]) == 7999
+
+
+def test_a_file_cut_between_fields_says_truncated(base):
+    """Cut after some pieces (a valid protobuf prefix): truncated, not "UNIGRAM" (the default type)."""
+    fields = top_fields(base)
+    ends = np.cumsum([len(field(n, p)) for n, p in fields])
+    for cut in (ends[0], ends[len(ends) // 2], ends[[n for n, _ in fields].index(2) - 1]):
+        with pytest.raises(SentencePieceModelError, match=rf"at byte {cut} .*without a trainer_spec .*truncated"):
+            parse_sentencepiece_model(base[:cut])

@@ -148,7 +148,7 @@ DICTIONARY = Dictionary(["满纸", "荒唐", "荒唐言", "辛酸", "辛酸泪",
 def test_every_pre_tokenizer_configuration_round_trips(split, digits, cn, tmp_path):
     model = Tokenizer.from_model_file(MODEL).model
     pre = PreTokenizer(split, digits, DICTIONARY if cn == "dictionary" else cn)
-    original = Tokenizer(model, Normalizer("NFKC"), pre, bos_id=1, eos_id=2, pad_id=0)
+    original = Tokenizer(model, Normalizer("NFKC"), pre, bos_id=1, eos_id=2, pad_id=2)
     again = reloaded(original, tmp_path / "tok.json")
     assert_same_tokenizer(original, again, TEXTS)
     assert PreTokenizer.from_dict(pre.to_dict()).pre_tokenize_strings(["满纸荒唐言▁12▁ab"]) == \
@@ -247,3 +247,43 @@ def test_truncated_and_foreign_files_are_value_errors(tmp_path):
         path.write_text(json.dumps({**small_spec(), "extra": 1}))
         Tokenizer.load(path)
     assert small_spec()["format"] == FORMAT
+
+
+def test_a_byte_order_mark_is_skipped(tmp_path):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(small_spec()).encode())
+    assert Tokenizer.from_file(path).encode(["b"]).ids.to_pylist() == [[4]]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda s: s["special_tokens"].update(bos_id=3), r"bos_id=3 is piece '▁a' of type NORMAL, not a CONTROL piece"),
+    (lambda s: s["special_tokens"].update(pad_id=0), "pad_id=0 is piece '<unk>' of type UNKNOWN"),
+    (lambda s: s["special_tokens"].update(eos_id=99999), "eos_id 99999 is neither -1 nor one of the 6 ids"),
+    (lambda s: s["model"].update(unk_id=1), "unk_id=1 is piece '<s>' of type CONTROL, not a UNKNOWN piece"),
+    (lambda s: s["model"]["pieces"].__setitem__(4, "▁a"), r"piece 4 '▁a' is piece 3 again"),
+    (lambda s: s["model"]["pieces"].__setitem__(4, ""), "piece 4 is empty"),
+    (lambda s: s["model"]["pieces"].__setitem__(4, "x" * 8000), "piece 4 is 8000 bytes long"),
+    (lambda s: (s["model"]["pieces"].__setitem__(4, "<0xZZ>"), s["model"]["types"].__setitem__(4, 6)),
+     "piece 4 '<0xZZ>' is a BYTE piece but not one of <0x00> ... <0xFF>"),
+    (lambda s: s["model"]["scores"].__setitem__(4, 1e39), "piece 4 'b' has score inf"),
+])
+def test_bad_pieces_and_special_ids_name_the_file(edit, message, tmp_path):
+    spec = small_spec()
+    edit(spec)
+    path = tmp_path / "tok.json"
+    path.write_text(json.dumps(spec))
+    with pytest.raises(TokenizerFileError, match=r"tok\.json: .*" + message):
+        Tokenizer.load(path)
+
+
+def test_the_constructor_checks_special_ids():
+    model = BPEModel(["<unk>", "<s>", "a"], [0.0, 0.0, 0.0], [2, 3, 1])
+    for ids, message in ((dict(bos_id=99999), "bos_id=99999 is not a piece id"),
+                         (dict(eos_id=2), "eos_id=2 is piece 'a' of type NORMAL"),
+                         (dict(pad_id=-2), "pad_id=-2 is not a piece id")):
+        with pytest.raises(ValueError, match=message):
+            Tokenizer(model, Normalizer(), PreTokenizer(), **ids)
+    tok = Tokenizer(model, Normalizer(), PreTokenizer(), bos_id=1, eos_id=1)
+    assert tok.encode(["a"], "cpu", add_bos=True, add_eos=True).ids.to_pylist() == [[1, 2, 1]]
+    with pytest.raises(ValueError, match="this tokenizer has no bos token"):
+        Tokenizer(model, Normalizer(), PreTokenizer()).encode(["a"], "cpu", add_bos=True)

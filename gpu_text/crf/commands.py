@@ -14,53 +14,79 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from gpu_text.cli_helpers import (add_backend_options, add_command, add_field_option, chunk_bytes, load_file,
-                                  non_negative_float, non_negative_int, open_output, positive_int)
-from gpu_text.documents import DEFAULT_CHUNK_BYTES, read_documents
+from gpu_text.cli_helpers import (add_backend_options, add_command, add_debug_option, add_document_options,
+                                  atomic_outputs, check_backend, check_outputs, chunk_bytes, failing_documents,
+                                  load_file, non_negative_float, non_negative_int, open_output, positive_int,
+                                  reader_options)
+from gpu_text.documents import DEFAULT_CHUNK_BYTES, iter_documents
+
+# characters labelled per CRF call in ``crf segment``: its features take ~550 bytes per character,
+# so a whole --chunk-mb chunk at once would need hundreds of times the chunk (3.4 GB for 16 MiB)
+SEGMENT_CHARACTERS = 1 << 18
 
 
-def _lines(path: str, field: str = "text", chunk: int = DEFAULT_CHUNK_BYTES) -> Iterator[list[str]]:
-    """The documents of ``path`` (a line each in a text file), batch by batch, strictly UTF-8."""
-    for batch in read_documents([path], field, chunk):
-        try:
-            yield batch.to_pylist(errors="strict")
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start} of a line)") from None
+def _lines(path: str, options: dict[str, Any], field: str = "text",
+           chunk: int = DEFAULT_CHUNK_BYTES) -> Iterator[tuple[int, list[str]]]:
+    """The documents of ``path`` (a line each in a text file), batch by batch, strictly UTF-8,
+    each batch with the number of its first line."""
+    for located in iter_documents([path], field, chunk, **options):
+        texts = []
+        for number, raw in enumerate(located.batch.to_bytes_list(), located.first):
+            try:
+                texts.append(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        yield located.first, texts
 
 
-def _read(path: str, segmented: bool, labelled: bool = True):
+def _read(path: str, segmented: bool, options: dict[str, Any], labelled: bool = True):
     from gpu_text.crf.data import read_conll, read_segmented_bmes
 
-    lines = [line for batch in _lines(path) for line in batch]
-    return read_segmented_bmes(lines) if segmented else read_conll(lines, labelled=labelled)
+    # CoNLL columns and segmented text are text files, whatever their first line looks like
+    lines = [line for _, batch in _lines(path, {**options, "format": "txt"}) for line in batch]
+    return read_segmented_bmes(lines) if segmented else read_conll(lines, labelled=labelled, source=path)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     from gpu_text.crf.model import CRF
 
-    X, y = _read(args.train, args.segmented)
-    X_dev, y_dev = _read(args.dev, args.segmented) if args.dev else (None, None)
-    pattern = load_file(args.pattern, lambda p: open(p, encoding="utf-8").read(), "pattern") if args.pattern else None
+    check_outputs([args.train, args.dev, args.pattern], [args.model])  # before the (long) training
+    check_backend(args)
+    pattern = load_file(args.pattern, _read_pattern, "pattern") if args.pattern else None  # before the data
+    options = reader_options(args)
+    X, y = _read(args.train, args.segmented, options)
+    if not X:
+        raise ValueError(f"{args.train}: no training sequences")
+    X_dev, y_dev = _read(args.dev, args.segmented, options) if args.dev else (None, None)
     crf = CRF(pattern=pattern, algorithm=args.algorithm, rho1=args.rho1, rho2=args.rho2, history=args.history,
               max_linesearch=args.max_linesearch, max_iterations=args.max_iterations, backend=args.backend,
               verbose=True).fit(X, y, X_dev, y_dev)
-    crf.save(args.model)
+    with atomic_outputs([args.model]) as (temp,):
+        crf.save(temp)
     print(f"{crf.n_unigram_} unigram and {crf.n_bigram_} bigram observations, {len(crf.labels_)} labels, "
           f"{crf.history_[-1]['active_features'] if crf.history_ else 0} active weights, "
           f"{crf.train_seconds_:.1f}s; wrote {args.model}", file=sys.stderr)
     return 0
 
 
+def _read_pattern(path: str) -> str:
+    from gpu_text.crf.patterns import read_pattern_file  # checked here: errors name the file and line
+
+    return read_pattern_file(path)
+
+
 def _load(args: argparse.Namespace):
     from gpu_text.crf.model import CRF
 
+    check_backend(args)
     return load_file(args.model, lambda path: CRF.load(path, backend=args.backend), "CRF model")
 
 
 def cmd_label(args: argparse.Namespace) -> int:
     """Each token line of IN with its predicted label appended (Wapiti's output)."""
+    check_outputs([args.input, args.model], [args.output])
     crf = _load(args)
-    X, _ = _read(args.input, False, labelled=args.labelled)
+    X, _ = _read(args.input, False, reader_options(args), labelled=args.labelled)
     predicted = crf.predict(X)
     with open_output(args.output) as sink:
         sink.write("".join("".join(" ".join(list(tok) + [lab]) + "\n" for tok, lab in zip(sentence, labels)) + "\n"
@@ -69,15 +95,36 @@ def cmd_label(args: argparse.Namespace) -> int:
 
 
 def cmd_segment(args: argparse.Namespace) -> int:
-    """Raw text in, words joined by spaces out, one line per line (BMES models)."""
+    """Raw text in, words joined by spaces out, one line per line (BMES models), streamed: a
+    --chunk-mb chunk of input at a time, labelled :data:`SEGMENT_CHARACTERS` at a time."""
+    check_outputs([args.input, args.model], [args.output])
     crf = _load(args)
     lines = 0
     with open_output(args.output) as sink:
-        for batch in _lines(args.input, args.field, chunk_bytes(args)):
-            sink.write("".join(" ".join(words) + "\n" for words in crf.segment(batch)).encode("utf-8"))
-            lines += len(batch)
+        for first, texts in _lines(args.input, reader_options(args), args.field, chunk_bytes(args)):
+            for start, stop in _slices(texts, SEGMENT_CHARACTERS):
+                with failing_documents(args.input, first + start, stop - start):
+                    words = crf.segment(texts[start:stop])
+                sink.write("".join(" ".join(row) + "\n" for row in words).encode("utf-8"))
+            lines += len(texts)
     print(f"segmented {lines} lines", file=sys.stderr)
     return 0
+
+
+def _slices(texts: list[str], characters: int) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` runs of ``texts`` of about ``characters`` characters (a longer text alone).
+
+    >>> list(_slices(["ab", "c", "defg", "h"], 3))
+    [(0, 2), (2, 3), (3, 4)]
+    """
+    start, size = 0, 0
+    for i, text in enumerate(texts):
+        if size and size + len(text) > characters:
+            yield start, i
+            start, size = i, 0
+        size += len(text)
+    if start < len(texts):
+        yield start, len(texts)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -86,7 +133,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from gpu_text.metrics import score_words
 
     crf = _load(args)
-    X, y = _read(args.input, args.segmented)
+    X, y = _read(args.input, args.segmented, reader_options(args))
     predicted = crf.predict(X)
     tokens = sum(map(len, y))
     result: dict = {"sentences": len(X), "tokens": tokens,
@@ -102,6 +149,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def add_commands(subparsers: Any) -> None:
     """Register ``crf`` and its subcommands (see the module example)."""
     crf = subparsers.add_parser("crf", help="linear-chain CRF: train, label, segment, eval")
+    add_debug_option(crf)
     commands = crf.add_subparsers(dest="crf_command", required=True)
     train = add_command(commands, "train", cmd_train,
                         "train a model on CoNLL columns or (--segmented) segmented text")
@@ -117,13 +165,13 @@ def add_commands(subparsers: Any) -> None:
     train.add_argument("--history", type=positive_int, default=5, help="L-BFGS history size")
     train.add_argument("--max-linesearch", type=positive_int, default=40)
     train.add_argument("--max-iterations", type=non_negative_int, default=100)
+    add_document_options(train, field=False, format=False)
     add_backend_options(train)
     label = _model_command(commands, "label", "append the predicted label to every token line", cmd_label)
     label.add_argument("--labelled", action="store_true", help="the input's last column is a label: drop it")
     label.add_argument("output")
     segment = _model_command(commands, "segment", "raw text in, words joined by spaces out (BMES model)", cmd_segment)
     segment.add_argument("output")
-    add_field_option(segment)
     evaluate = _model_command(commands, "eval", "token accuracy (and word F1 with --segmented) as JSON", cmd_eval)
     evaluate.add_argument("--segmented", action="store_true")
     commands.metavar = "{" + ",".join(commands.choices) + "}"  # names them when none is given
@@ -132,6 +180,8 @@ def add_commands(subparsers: Any) -> None:
 def _model_command(commands: Any, name: str, description: str, run: Any) -> argparse.ArgumentParser:
     parser = add_command(commands, name, run, description)
     parser.add_argument("--model", required=True, help="a model written by 'gpu-text crf train'")
-    parser.add_argument("input", help="text, a document per line (.jsonl/.parquet too for segment; '-' for stdin)")
+    parser.add_argument("input", help="text, a document per line (.jsonl/.json/.parquet too for segment; '-' for "
+                                      "stdin)")
+    add_document_options(parser, field=name == "segment", format=name == "segment")
     add_backend_options(parser)
     return parser

@@ -5,26 +5,66 @@ A sentence is a list of tokens; a token is a tuple of column strings (the label 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain
 
 Token = tuple[str, ...]
 
 
-def read_conll(lines: Iterable[str] | str, *, labelled: bool = True) -> tuple[list[list[Token]], list[list[str]]]:
+BOM = "\ufeff"
+
+
+def read_lines(path: str) -> list[str]:
+    """The lines of a UTF-8 text file: only ``\\n`` (or ``\\r\\n``) ends a line, a leading BOM is
+    dropped, and bytes that are not UTF-8 are a ``ValueError`` naming the file and line.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.txt")
+    >>> _ = open(path, "wb").write("\\ufeffa B\\r\\nc\\u2028d E\\n".encode())
+    >>> read_lines(path)
+    ['a B', 'c\\u2028d E']
+    """
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    lines = raw.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    out = []
+    for number, line in enumerate(lines, 1):
+        try:
+            out.append(line.removesuffix(b"\r").decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path} line {number}: not UTF-8 text (byte {exc.start} of the line)") from None
+    if out and out[0].startswith(BOM):
+        out[0] = out[0][1:]
+    return out
+
+
+def read_conll(lines: Iterable[str] | str, *, labelled: bool = True, source: str | None = None
+               ) -> tuple[list[list[Token]], list[list[str]]]:
     """Sentences of a CoNLL-style file (or of an iterable of lines): whitespace-separated columns,
-    the last one the label when ``labelled``, a blank line between sentences.
+    the last one the label when ``labelled``, a blank line between sentences. Every token has the
+    same number of columns; a ``ValueError`` names ``source`` (the file, by default) and the line
+    of one that differs. A leading BOM is ignored.
 
     >>> X, y = read_conll(["He PRP B-NP", "ran VBD B-VP", "", "Go VB B-VP"])
     >>> X, y
     ([[('He', 'PRP'), ('ran', 'VBD')], [('Go', 'VB')]], [['B-NP', 'B-VP'], ['B-VP']])
+    >>> read_conll(["He PRP B-NP", "ran B-VP"], source="t.txt")
+    Traceback (most recent call last):
+    ...
+    ValueError: t.txt line 2: 2 columns, but line 1 has 3 (every token needs the same columns)
     """
     if isinstance(lines, str):
-        with open(lines, encoding="utf-8") as handle:
-            return read_conll(handle.readlines(), labelled=labelled)
+        return read_conll(read_lines(lines), labelled=labelled, source=lines if source is None else source)
+    where = "input" if source is None else str(source)
     sentences: list[list[Token]] = []
     labels: list[list[str]] = []
     tokens: list[Token] = []
     tags: list[str] = []
-    for line in list(lines) + [""]:
+    width, width_line = None, 0
+    for number, line in enumerate(chain(lines, [""]), 1):
+        if number == 1 and line.startswith(BOM):
+            line = line[1:]
         fields = line.split()
         if not fields:
             if tokens:
@@ -32,6 +72,11 @@ def read_conll(lines: Iterable[str] | str, *, labelled: bool = True) -> tuple[li
                 labels.append(tags)
                 tokens, tags = [], []
             continue
+        if width is None:
+            width, width_line = len(fields), number
+        elif len(fields) != width:
+            raise ValueError(f"{where} line {number}: {len(fields)} columns, but line {width_line} has {width} "
+                             "(every token needs the same columns)")
         if labelled:
             tokens.append(tuple(fields[:-1]))
             tags.append(fields[-1])
@@ -81,17 +126,18 @@ def bmes_to_words(chars: Sequence[str], tags: Sequence[str]) -> list[str]:
 def read_segmented_bmes(lines: Iterable[str] | str, separator: str | None = None
                         ) -> tuple[list[list[Token]], list[list[str]]]:
     """Word-segmented text (words separated by whitespace) as one-column character sentences and
-    BMES labels; blank lines are skipped.
+    BMES labels; blank lines are skipped and a leading BOM is ignored.
 
     >>> read_segmented_bmes(["南京  长江", "", "桥"])
     ([[('南',), ('京',), ('长',), ('江',)], [('桥',)]], [['B', 'E', 'B', 'E'], ['S']])
     """
     if isinstance(lines, str):
-        with open(lines, encoding="utf-8") as handle:
-            return read_segmented_bmes(handle.readlines(), separator)
+        return read_segmented_bmes(read_lines(lines), separator)
     sentences: list[list[Token]] = []
     labels: list[list[str]] = []
-    for line in lines:
+    for number, line in enumerate(lines):
+        if number == 0 and line.startswith(BOM):
+            line = line[1:]
         words = [w for w in line.rstrip("\n").split(separator) if w.strip()]
         if not words:
             continue

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -24,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from gpu_text.arrays import to_host
+from gpu_text.arrays import array_module, to_host
 from gpu_text.backend import Backend, get_backend
 from gpu_text.crf.data import bmes_to_words
 from gpu_text.crf.features import Encoded, FeatureSpace, occurrences
 from gpu_text.crf.optimize import Step, minimize, vector_op, sgd_l1
-from gpu_text.crf.patterns import parse_patterns
+from gpu_text.crf.patterns import Pattern, parse_pattern_line, parse_patterns
 from gpu_text.estimator import Estimator
 
 # Wapic's Chinese word segmentation template (the seed's 10 unigram patterns and the transitions).
@@ -48,6 +49,7 @@ B
 """
 
 FORMAT = "gpu_text-crf 1"
+_COUNT = re.compile("[0-9]{1,12}")  # ASCII digits only: int() would take any script's
 
 
 def _escape(text: str) -> str:
@@ -66,6 +68,12 @@ def _unescape(text: str) -> str:
     return "".join(out)
 
 
+def _check_finite(x: Any, iteration: int | None) -> None:
+    """Stops training that has diverged (an absurd penalty or step size), so no NaN model is written."""
+    if not bool(array_module(x).isfinite(x).all()):
+        when = f"at iteration {iteration}" if iteration is not None else "at the end"
+        raise ValueError(f"CRF: training diverged {when} (non-finite weights); lower rho2, or learning_rate for "
+                         "sgd-l1")
 
 
 class CRF(Estimator):
@@ -118,9 +126,9 @@ class CRF(Estimator):
                       "'auto', 'l-bfgs', 'owl-qn' or 'sgd-l1'")
         for name in ("rho1", "rho2", "epsilon", "stop_eps"):
             value = getattr(self, name)
-            self._require(isinstance(value, numbers.Real) and value >= 0, name, "a number >= 0")
-        self._require(isinstance(self.learning_rate, numbers.Real) and self.learning_rate > 0, "learning_rate",
-                      "a number > 0")
+            self._require(isinstance(value, numbers.Real) and 0 <= value < math.inf, name, "a finite number >= 0")
+        self._require(isinstance(self.learning_rate, numbers.Real) and 0 < self.learning_rate < math.inf,
+                      "learning_rate", "a finite number > 0")
         for name, minimum in (("history", 1), ("max_linesearch", 1), ("max_iterations", 0), ("stop_window", 0),
                               ("batch_size", 1), ("seed", 0)):
             self._require_int(name, minimum)
@@ -145,16 +153,25 @@ class CRF(Estimator):
         >>> CRF(rho1=-1.0).fit([["a"]], [["A"]])
         Traceback (most recent call last):
         ...
-        ValueError: CRF: rho1 must be a number >= 0, got -1.0
+        ValueError: CRF: rho1 must be a finite number >= 0, got -1.0
         """
         algorithm = self._validate_params()
-        if len(X) != len(y) or any(len(a) != len(b) for a, b in zip(X, y)):
-            raise ValueError("X and y must have the same sentences and lengths")
+        for name, a, b in (("X and y", X, y), ("X_dev and y_dev", X_dev or [], y_dev or [])):
+            if len(a) != len(b) or any(len(s) != len(t) for s, t in zip(a, b)):
+                raise ValueError(f"{name} must have the same sentences and lengths")
         backend = get_backend(self.backend)
         started = time.perf_counter()
-        pattern = CHINESE_SEGMENTATION_PATTERN if self.pattern is None else self.pattern
-        self.labels_ = sorted({label for labels in y for label in labels})
-        self.space_ = FeatureSpace(parse_patterns(pattern)).fit(X)
+        if not any(len(labels) for labels in y):
+            raise ValueError("CRF: no training sequences (X has no tokens)")
+        patterns = parse_patterns(CHINESE_SEGMENTATION_PATTERN if self.pattern is None else self.pattern)
+        if not patterns:
+            raise ValueError("CRF: the pattern has no u, b or * line, so there is nothing to learn")
+        label_set = {label for labels in y for label in labels}
+        odd = [label for label in label_set if not isinstance(label, str) or not label]
+        if odd:  # sorted() and the model file need strings; an empty one would be a blank line
+            raise ValueError(f"CRF: a label must be a non-empty string, got {odd[0]!r}")
+        self.labels_ = sorted(label_set)
+        self.space_ = FeatureSpace(patterns).fit(X)
         data = self.space_.encode(X, self._label_ids(y))
         n_labels = len(self.labels_)
         self.n_unigram_, self.n_bigram_ = self.space_.n_unigram, self.space_.n_bigram
@@ -167,6 +184,7 @@ class CRF(Estimator):
         clock = [time.perf_counter()]
 
         def progress(step: Step, x: Any) -> bool:
+            _check_finite(x, step.iteration)
             self._set_weights(x)
             if dev is not None:
                 predicted, _ = self._op(backend, "viterbi")(*self._weights(backend), dev.seq_offsets, dev.u_offsets,
@@ -202,6 +220,7 @@ class CRF(Estimator):
             x = minimize(objective, x0, rho1=self.rho1 if algorithm == "owl-qn" else 0.0, history=self.history,
                          max_iterations=self.max_iterations, max_linesearch=self.max_linesearch,
                          epsilon=self.epsilon, callback=progress)
+        _check_finite(x, None)
         self._set_weights(x)
         self.train_seconds_ = time.perf_counter() - started
         return self
@@ -336,9 +355,10 @@ class CRF(Estimator):
         patterns = [p.text for p in space.patterns]
         lines += [f"patterns {len(patterns)}", *map(_escape, patterns)]
         lines += [f"values {space.n_values}", *map(_escape, space.values.strings[:space.n_values])]
-        for name, weights, parts in (("unigram", self.unigram_weights_, space.unigram_parts),
-                                     ("bigram", self.bigram_weights_, space.bigram_parts)):
-            flat = weights.reshape(len(parts), -1)
+        n_labels = len(self.labels_)
+        for name, weights, parts, width in (("unigram", self.unigram_weights_, space.unigram_parts, n_labels),
+                                            ("bigram", self.bigram_weights_, space.bigram_parts, n_labels ** 2)):
+            flat = weights.reshape(len(parts), width)
             active = np.flatnonzero((flat != 0).any(axis=1))
             lines.append(f"{name} {active.size}")
             for i in active.tolist():
@@ -350,44 +370,151 @@ class CRF(Estimator):
 
     @classmethod
     def load(cls, path: str, backend: str | Backend | None = None) -> "CRF":
-        """Read a model written by :meth:`save` (see its example)."""
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().split("\n")
-        if not lines or lines[0] != FORMAT:
-            raise ValueError(f"{path} is not a {FORMAT!r} model file")
-        position = [1]
+        """Read a model written by :meth:`save` (see its example). Every count, reference and
+        weight is checked (weights finite, value and namespace ids in range, one row per
+        observation); a damaged file is a ``ValueError`` naming it and the line.
 
-        def section(name: str) -> list[str]:
-            header = lines[position[0]].split(" ")
-            if header[0] != name or len(header) != 2:
-                raise ValueError(f"{path}: expected section {name!r} at line {position[0] + 1}")
-            count = int(header[1])
-            body = lines[position[0] + 1:position[0] + 1 + count]
-            position[0] += 1 + count
-            return body
-
-        labels = [_unescape(s) for s in section("labels")]
-        crf = cls(pattern="\n".join(_unescape(s) for s in section("patterns")), backend=backend)
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "m.crf")
+        >>> _ = open(path, "w").write("gpu_text-crf 1\\nlabels 1\\nA\\npatterns 1\\nB\\nvalues 0\\nunigram 0\\n"
+        ...                           "bigram 1\\nB\\t0\\tnan\\n")
+        >>> CRF.load(path)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: ...m.crf line 9: weight 'nan' is not a finite number
+        """
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        reader = _ModelReader(str(path), raw)
+        labels, patterns, values, tables = reader.read()
+        crf = cls(pattern="\n".join(p.text for p in patterns), backend=backend)
         crf.labels_ = labels
-        space = FeatureSpace(parse_patterns(crf.pattern))
-        for value in section("values"):
-            space.values.add(_unescape(value))
+        space = FeatureSpace(patterns)
+        for value in values:
+            space.values.add(value)
         space.n_values = len(space.values)
-        tables = []
-        width = 1 + space._width()
-        for name in ("unigram", "bigram"):
-            rows = [line.split("\t") for line in section(name)]
-            parts = np.full((len(rows), width), -1, np.int64)
-            for i, (_, part, _) in enumerate(rows):
-                values = part.split()
-                parts[i, :len(values)] = [int(v) for v in values]
-            weights = np.array([[float(w) for w in row[2].split()] for row in rows]).reshape(len(rows), -1)
-            tables.append((parts, weights))
         space.set_features(tables[0][0], tables[1][0])
-        n_labels = len(crf.labels_)
-        for (parts, weights), attr, shape in ((tables[0], "unigram_weights_", (n_labels,)),
-                                              (tables[1], "bigram_weights_", (n_labels, n_labels))):
-            setattr(crf, attr, weights.reshape(len(parts), *shape).astype(np.float64))  # the file's order is the ids
+        crf.unigram_weights_, crf.bigram_weights_ = tables[0][1], tables[1][1]  # the file's order is the ids
         crf.space_ = space
         crf.n_unigram_, crf.n_bigram_ = space.n_unigram, space.n_bigram
         return crf
+
+
+class _ModelReader:
+    """The lines of a model file and a cursor over its sections; errors name the file and line."""
+
+    def __init__(self, path: str, raw: bytes) -> None:
+        self.path = path
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not a {FORMAT!r} model file (not UTF-8 at byte {exc.start})") from None
+        text = text[1:] if text.startswith("\ufeff") else text
+        self.lines = [line.removesuffix("\r") for line in text.split("\n")]
+        self.next = 1
+
+    def error(self, index: int, message: str) -> ValueError:
+        return ValueError(f"{self.path} line {index + 1}: {message}")
+
+    def section(self, name: str) -> tuple[int, list[str]]:
+        """The index of the section's first line and its lines."""
+        i = self.next
+        found = self.lines[i] if i < len(self.lines) else None
+        header = (found or "").split(" ")
+        if len(header) != 2 or header[0] != name or not _COUNT.fullmatch(header[1]):
+            what = "the end of the file" if found is None else repr(found[:40])
+            raise self.error(i, f"expected the section header '{name} <count>', found {what} (truncated or damaged)")
+        count = int(header[1])
+        if i + 1 + count > len(self.lines):
+            raise self.error(i, f"section {name!r} announces {count} lines but the file ends "
+                                f"{len(self.lines) - i - 1} lines later (truncated?)")
+        self.next = i + 1 + count
+        return i + 1, self.lines[i + 1:i + 1 + count]
+
+    def read(self) -> tuple[list[str], list[Pattern], list[str], list[tuple[np.ndarray, np.ndarray]]]:
+        """Labels, patterns, values and the (parts, weights) of the unigram and bigram features."""
+        if self.lines[0] != FORMAT:
+            raise ValueError(f"{self.path} is not a {FORMAT!r} model file (line 1 is {self.lines[0][:40]!r})")
+        first, labels = self.section("labels")
+        labels = self.distinct(first, [_unescape(s) for s in labels], "label")
+        if not labels:
+            raise self.error(first - 1, "a model needs at least one label")
+        first, lines = self.section("patterns")
+        patterns = []
+        for i, line in enumerate(lines, first):
+            text = _unescape(line)
+            try:
+                pattern = parse_pattern_line(text) if "\n" not in text else None
+            except ValueError as exc:
+                raise self.error(i, str(exc)) from None
+            if pattern is None:
+                raise self.error(i, f"{line[:40]!r} is not a pattern")
+            patterns.append(pattern)
+        if not patterns:
+            raise self.error(first - 1, "a model needs at least one pattern")
+        first, values = self.section("values")
+        values = self.distinct(first, [_unescape(s) for s in values], "value")
+        space = FeatureSpace(patterns)
+        widths = {int(ns): len(p.commands) for ns, p in zip(space.namespaces, patterns)}
+        kinds: dict[int, str] = {}
+        for ns, p in zip(space.namespaces.tolist(), patterns):
+            kinds[ns] = kinds.get(ns, "") + p.kind
+        tables = []
+        for name, n_weights, kind in (("unigram", len(labels), "u"), ("bigram", len(labels) ** 2, "b")):
+            first, rows = self.section(name)
+            parts = np.full((len(rows), 1 + space._width()), -1, np.int64)
+            weights = np.empty((len(rows), n_weights), np.float64)
+            seen: dict[tuple[int, ...], int] = {}
+            for row, line in enumerate(rows):
+                i = first + row
+                fields = line.split("\t")
+                if len(fields) != 3:
+                    raise self.error(i, f"a {name} row has 3 tab-separated fields, found {len(fields)}")
+                ids = fields[1].split(" ")
+                if not all(_COUNT.fullmatch(v) for v in ids):
+                    raise self.error(i, f"ids {fields[1][:40]!r} are not non-negative integers")
+                ids = [int(v) for v in ids]
+                ns = ids[0]
+                if ns not in widths or not any(k in kind + "*" for k in kinds[ns]):
+                    raise self.error(i, f"namespace {ns} is not one of the model's {name} patterns")
+                if len(ids) != 1 + widths[ns]:
+                    raise self.error(i, f"namespace {ns} takes {widths[ns]} value id(s), found {len(ids) - 1}")
+                bad = [v for v in ids[1:] if v >= len(values)]
+                if bad:
+                    raise self.error(i, f"value id {bad[0]} is out of range (the model has {len(values)} values)")
+                if tuple(ids) in seen:
+                    raise self.error(i, f"the same {name} observation as line {seen[tuple(ids)] + 1}")
+                seen[tuple(ids)] = i
+                parts[row, :len(ids)] = ids
+                weights[row] = self.weights(i, fields[2], n_weights)
+            tables.append((parts, weights.reshape(len(rows), *([len(labels)] * (1 + (kind == "b"))))))
+        rest = next((i for i in range(self.next, len(self.lines)) if self.lines[i]), None)
+        if rest is not None:
+            raise self.error(rest, "unexpected content after the bigram section")
+        return labels, patterns, values, tables
+
+    def distinct(self, first: int, strings: list[str], what: str) -> list[str]:
+        """``strings``, refused when one is empty or repeated (ids are positions in the list)."""
+        seen: dict[str, int] = {}
+        for i, string in enumerate(strings, first):
+            if (what == "label" and not string) or string in seen:
+                raise self.error(i, f"{'an empty' if not string and what == 'label' else 'a repeated'} {what} "
+                                    f"{string[:40]!r}" + (f" (also line {seen[string] + 1})" if string in seen else ""))
+            seen[string] = i
+        return strings
+
+    def weights(self, i: int, text: str, count: int) -> list[float]:
+        """The ``count`` finite weights of line ``i``."""
+        fields = text.split()
+        if len(fields) != count:
+            raise self.error(i, f"expected {count} weights, found {len(fields)}")
+        out = []
+        for field in fields:
+            try:
+                value = float(field)
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
+                raise self.error(i, f"weight {field[:40]!r} is not a finite number")
+            out.append(value)
+        return out

@@ -161,7 +161,7 @@ def minimize(fun: Callable[[Any], tuple[float, Any]], x0: Any, *, rho1: float = 
                 xn = _step_from(x, step, d)
                 fn, gn = fun(xn)
                 evaluations += 1
-                if fn > f + 1e-4 * step * slope:
+                if not math.isfinite(fn) or fn > f + 1e-4 * step * slope:  # an overflow is a step too far
                     high = step
                 elif _dot(gn, d) < 0.9 * slope:
                     low = step

@@ -94,42 +94,99 @@ def _value_at(sentence: Sequence[Sequence[str]], t: int, command: Command) -> st
     return token if isinstance(token, str) else token[command.column]
 
 
-def parse_patterns(text: str | Iterable[str]) -> list[Pattern]:
-    """Patterns of a pattern file's text (or lines); blank lines and ``#`` comments are skipped.
+BOM = "\ufeff"
+# Offsets and columns beyond this are refused: they are typos, and they would overflow int64 arithmetic.
+MAX_INDEX = 1 << 30
+
+
+def parse_pattern_line(line: str) -> Pattern | None:
+    """The pattern of one line, or None for a blank line or a ``#`` comment; a ``ValueError``
+    (without the line's place, which the caller adds) for anything else that is not a pattern.
+
+    >>> parse_pattern_line("U05:%x[-1,0]/%x[0,0]").literals
+    ('U05:', '/', '')
+    >>> parse_pattern_line("  # a comment") is None
+    True
+    >>> parse_pattern_line('u%t[0,0,"(a"]')
+    Traceback (most recent call last):
+    ...
+    ValueError: 'u%t[0,0,"(a"]': bad regular expression '(a' (missing ), unterminated subpattern at position 0)
+    """
+    line = line.strip()
+    if not line or line.startswith("#"):
+        return None
+    kind = line[0].lower()
+    if kind not in "ub*":
+        raise ValueError(f"{line!r} must start with u, b or * (Wapiti's unigram, bigram or both)")
+    literals, commands, last = [], [], 0
+    for match in _COMMAND.finditer(line):
+        literals.append(line[last:match.start()])
+        letter, at, offset, column, regex = match.groups()
+        if letter.lower() != "x" and regex is None:
+            raise ValueError(f"{line!r}: %{letter} needs a regular expression argument")
+        if len(offset) > 10 or len(column) > 10 or abs(int(offset)) > MAX_INDEX or int(column) > MAX_INDEX:
+            raise ValueError(f"{line!r}: offset or column out of range (at most {MAX_INDEX})")
+        if regex is not None:
+            try:
+                re.compile(regex)
+            except (re.error, RecursionError, OverflowError) as exc:  # what the compiler raises on bad input
+                raise ValueError(f"{line!r}: bad regular expression {regex!r} ({exc})") from None
+        commands.append(Command(letter.lower(), letter.isupper(), bool(at), int(offset), int(column), regex))
+        last = match.end()
+    literals.append(line[last:])
+    if "%" in "".join(literals).replace("%%", ""):
+        raise ValueError(f"{line!r} has a malformed % command")
+    return Pattern(line, kind, tuple(literals), tuple(commands))
+
+
+def parse_patterns(text: str | Iterable[str], source: str = "pattern") -> list[Pattern]:
+    """Patterns of a pattern file's text (or lines); blank lines and ``#`` comments are skipped, a
+    leading UTF-8 BOM is ignored, and only ``\\n`` (or ``\\r\\n``) ends a line. Errors name
+    ``source`` and the line.
 
     >>> [(p.kind, p.literals, len(p.commands)) for p in parse_patterns("# c\\nU01:%x[-1,0]\\n\\nB")]
     [('u', ('U01:', ''), 1), ('b', ('B',), 0)]
     >>> parse_patterns("*:%T[@-1,1,\\"a\\"]")[0].commands[0]
     Command(kind='t', lower=True, absolute=True, offset=-1, column=1, regex='a')
-    >>> parse_patterns("x%x[0,0]")
+    >>> parse_patterns("B\\nx%x[0,0]", source="p.txt")
     Traceback (most recent call last):
     ...
-    ValueError: pattern 'x%x[0,0]' must start with u, b or * (Wapiti's unigram, bigram or both)
+    ValueError: p.txt line 2: 'x%x[0,0]' must start with u, b or * (Wapiti's unigram, bigram or both)
     """
-    lines = text.splitlines() if isinstance(text, str) else list(text)
+    lines = text.split("\n") if isinstance(text, str) else list(text)
     patterns = []
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        kind = line[0].lower()
-        if kind not in "ub*":
-            raise ValueError(f"pattern {line!r} must start with u, b or * (Wapiti's unigram, bigram or both)")
-        literals, commands, last = [], [], 0
-        for match in _COMMAND.finditer(line):
-            literals.append(line[last:match.start()])
-            letter, at, offset, column, regex = match.groups()
-            if letter.lower() != "x" and regex is None:
-                raise ValueError(f"pattern {line!r}: %{letter} needs a regular expression argument")
-            if regex is not None:
-                re.compile(regex)
-            commands.append(Command(letter.lower(), letter.isupper(), bool(at), int(offset), int(column), regex))
-            last = match.end()
-        literals.append(line[last:])
-        if "%" in "".join(literals).replace("%%", ""):
-            raise ValueError(f"pattern {line!r} has a malformed % command")
-        patterns.append(Pattern(line, kind, tuple(literals), tuple(commands)))
+    for number, line in enumerate(lines, 1):
+        if number == 1 and line.startswith(BOM):
+            line = line[1:]
+        try:
+            pattern = parse_pattern_line(line)
+        except ValueError as exc:
+            raise ValueError(f"{source} line {number}: {exc}") from None
+        if pattern is not None:
+            patterns.append(pattern)
     return patterns
+
+
+def read_pattern_file(path: str) -> str:
+    """The text of a pattern file, checked: strict UTF-8 (a BOM is dropped), every line a pattern,
+    a blank line or a comment, and at least one pattern; a ``ValueError`` names the file and line.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "p.txt")
+    >>> _ = open(path, "w", encoding="utf-8").write("\\ufeffU:%x[0,0]\\nB\\n")
+    >>> read_pattern_file(path)
+    'U:%x[0,0]\\nB\\n'
+    """
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    text = text[1:] if text.startswith(BOM) else text
+    if not parse_patterns(text, source=str(path)):
+        raise ValueError(f"{path}: no pattern lines (a line must start with u, b or *)")
+    return text
 
 
 def flatten(sentences: Sequence[Sequence[Sequence[str] | str]]) -> tuple[list[tuple[str, ...]], np.ndarray]:
@@ -254,7 +311,11 @@ def combine_keys(namespace: int, parts: np.ndarray, n_values: int, n_namespaces:
     """
     n, k = parts.shape
     unknown = (parts < 0).any(axis=1)
-    if n_namespaces * float(n_values) ** k < 2.0 ** 62:
+    try:
+        exact = n_namespaces * float(n_values) ** k < 2.0 ** 62
+    except OverflowError:  # a pattern with hundreds of commands
+        exact = False
+    if exact:
         keys = np.full(n, namespace, np.int64)
         for j in range(k):
             keys = keys * n_values + parts[:, j]

@@ -8,11 +8,11 @@ import numpy as np
 from gpu_text.cuda_ops import BLOCK, KernelRuntime, blocks_for, i64, launch
 from gpu_text.cuda_ops.utf8 import char_classify, utf8_decode
 from gpu_text.ragged import row_ids
-from gpu_text.char_class import CharClass
 
 
-def presplit(rt: KernelRuntime, data: Any, offsets: Any) -> tuple[Any, Any, Any, Any]:
-    """Tokens of every string: (starts, ends) byte positions in ``data``, is-Han flags, row offsets."""
+def presplit(rt: KernelRuntime, data: Any, offsets: Any, jieba_mode: bool = False) -> tuple[Any, Any, Any, Any]:
+    """Tokens of every string: (starts, ends) byte positions in ``data``, lattice-run flags (Han
+    runs; jieba's blocks in ``jieba_mode``), row offsets."""
     xp = rt.xp
     codepoints, positions, row_offsets = utf8_decode(rt, data, offsets)
     classes = char_classify(rt, codepoints)
@@ -22,7 +22,7 @@ def presplit(rt: KernelRuntime, data: Any, offsets: Any) -> tuple[Any, Any, Any,
     row_start[row_offsets[:-1][row_lengths > 0]] = 1
     row_start[n] = 1
     kinds = xp.empty(n, xp.uint8)
-    launch(rt.function("segment", "presplit_kinds"), blocks_for(n, BLOCK), (codepoints, classes, row_start, i64(n), kinds))
+    launch(rt.function("segment", "presplit_kinds"), blocks_for(n, BLOCK), (codepoints, classes, row_start, i64(n), np.int32(bool(jieba_mode)), kinds))
     rows = row_ids(row_offsets)
     char_starts = positions + offsets[:-1][rows]
     # a character ends where the next one of its string starts, or at the string's end
@@ -31,13 +31,13 @@ def presplit(rt: KernelRuntime, data: Any, offsets: Any) -> tuple[Any, Any, Any,
     last_of_row = row_start[1:].astype(bool)
     char_ends[last_of_row] = offsets[1:][rows[last_of_row]]
     kept = kinds != 0
-    is_start = kinds == 1
+    is_start = (kinds == 1) | (kinds == 3)
     next_continues = xp.zeros(n, bool)
     next_continues[:-1] = (kinds[1:] == 2) & ~last_of_row[:-1]
     is_end = kept & ~next_continues
     starts = char_starts[is_start]
     ends = char_ends[is_end]
-    is_han = (classes[is_start] == CharClass.HAN).astype(xp.uint8)
+    is_han = (kinds[is_start] == 3).astype(xp.uint8)
     started = xp.zeros(n + 1, xp.int64)
     xp.cumsum(is_start, out=started[1:])
     return starts, ends, is_han, started[row_offsets]

@@ -15,9 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from gpu_text.cli_helpers import (add_backend_options, add_command, add_field_option, chunk_bytes, load_file,
-                                  non_negative_int, open_output, positive_int, progress_bar, progress_enabled)
-from gpu_text.documents import read_documents, total_bytes
+from gpu_text.cli_helpers import (add_backend_options, add_command, add_document_options, atomic_outputs,
+                                  check_backend, check_outputs, chunk_bytes, failing_documents, load_file,
+                                  non_negative_int, open_output, positive_int, progress_bar, progress_enabled,
+                                  reader_options)
+from gpu_text.documents import document_options, iter_documents, read_documents, total_bytes
 from gpu_text.textio import NEWLINE
 
 
@@ -25,6 +27,8 @@ def cmd_segment(args: argparse.Namespace) -> int:
     """Stream IN document by document into OUT, each document's words joined by one space on a line."""
     from gpu_text.segment import Segmenter, load_dictionary
 
+    check_outputs([args.input, args.dict], [args.output])
+    check_backend(args)
     dictionary = None
     if args.dict:
         dictionary = load_file(args.dict, lambda p: load_dictionary(p, on_error=args.on_error), "dictionary")
@@ -34,11 +38,13 @@ def cmd_segment(args: argparse.Namespace) -> int:
     segmenter = Segmenter(dictionary, compat=args.compat)
     lines_in = lines_out = 0
     with open_output(args.output) as sink, progress_bar(total_bytes([args.input]), "segment") as bar:
-        for batch in read_documents([args.input], args.field, chunk_bytes(args), bar):
-            result = segmenter.segment(batch, backend=args.backend)
-            starts, ends = result.starts.to_numpy(), result.ends.to_numpy()
-            base = np.repeat(batch.offsets[:-1], np.diff(starts.offsets))
-            text = join_spans(batch.data, starts.offsets, starts.values + base, ends.values + base)
+        for path, first, batch in iter_documents([args.input], args.field, chunk_bytes(args), bar,
+                                                 **reader_options(args)):
+            with failing_documents(path, first, len(batch)):
+                result = segmenter.segment(batch, backend=args.backend)
+                starts, ends = result.starts.to_numpy(), result.ends.to_numpy()
+                base = np.repeat(batch.offsets[:-1], np.diff(starts.offsets))
+                text = join_spans(batch.data, starts.offsets, starts.values + base, ends.values + base)
             sink.write(text)
             lines_in += len(batch)
             lines_out += text.count(b"\n")
@@ -52,55 +58,48 @@ def join_spans(data: np.ndarray, row_offsets: np.ndarray, starts: np.ndarray, en
                separator: bytes = b" ") -> bytes:
     """Every row's spans of ``data`` joined by ``separator``, one ``\\n``-terminated line per row.
 
-    ``starts``/``ends`` are absolute byte positions; ``row_offsets`` groups them into rows.
+    ``starts``/``ends`` are absolute byte positions of non-empty spans, disjoint and ascending (as
+    a segmentation's words are); ``row_offsets`` groups them into rows. Bounded memory for a long
+    line: a few bytes per input byte and per span, no index per byte.
 
     >>> join_spans(np.frombuffer(b"abcde", np.uint8), np.array([0, 2, 2]), np.array([0, 3]), np.array([2, 5]))
     b'ab de\\n\\n'
     """
     if len(separator) != 1:
         raise ValueError("separator must be one byte")
-    n_rows = row_offsets.size - 1
     words_per_row = np.diff(row_offsets)
-    lengths = ends - starts
-    # Output items, row by row: each word followed by one byte (the separator, or a newline after
-    # the row's last word), and for an empty row a lone newline.
-    row_of_word = np.repeat(np.arange(n_rows), words_per_row)
-    word_item = np.arange(starts.size) + row_of_word
-    empty_item = row_offsets[:-1] + np.arange(n_rows)
-    sizes = np.zeros(starts.size + n_rows, np.int64)
-    sizes[word_item] = lengths + 1
-    sizes[empty_item + words_per_row] += words_per_row == 0
-    position = np.zeros(sizes.size + 1, np.int64)
-    np.cumsum(sizes, out=position[1:])
-    out = np.empty(int(position[-1]), np.uint8)
-    word_out = position[word_item]
-    out[_ranges(word_out, lengths)] = data[_ranges(starts, lengths)]
-    after_word = word_out + lengths
-    out[after_word] = separator[0]
-    out[after_word[row_offsets[1:][words_per_row > 0] - 1]] = NEWLINE
-    out[position[(empty_item + words_per_row)[words_per_row == 0]]] = NEWLINE
+    # the bytes inside spans, in order: +1 where a span starts, -1 where one ends, summed
+    inside = np.zeros(data.size + 1, np.int8)
+    inside[starts] = 1
+    inside[ends] -= 1
+    kept = data[np.cumsum(inside[:-1], dtype=np.int8).view(bool)]
+    del inside
+    # then one byte after each span (the separator, or a newline after a row's last span) and a
+    # lone newline for an empty row, inserted where their span or row ends in ``kept``
+    kept_until = np.cumsum(ends - starts)
+    after = np.full(starts.size, separator[0], np.uint8)
+    after[row_offsets[1:][words_per_row > 0] - 1] = NEWLINE
+    empty_at = np.concatenate([[0], kept_until])[row_offsets[:-1][words_per_row == 0]]
+    out = np.insert(kept, np.concatenate([kept_until, empty_at]),
+                    np.concatenate([after, np.full(empty_at.size, NEWLINE, np.uint8)]))
     return out.tobytes()
-
-
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenated ``arange(s, s + n)`` for every (s, n), vectorised."""
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    bases = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
-    return bases + np.arange(total)
 
 
 def cmd_train_dict(args: argparse.Namespace) -> int:
     """Learn word frequencies for the candidate words from the corpus (DictCut's Hard EM)."""
     from gpu_text.segment.training import DictionaryTrainer
 
-    candidates = [line.split()[0] for batch in read_documents([args.candidates]) for line in batch.to_pylist()
-                  if line.strip()]
-    trainer = DictionaryTrainer(target_size=args.target, min_count=args.min_count, sub_iterations=args.sub_iterations,
-                                chunk_bytes=chunk_bytes(args), backend=args.backend, progress=progress_enabled())
-    dictionary = trainer.fit(candidates, args.corpus).dictionary_
-    dictionary.save(args.output)
+    check_outputs([*args.corpus, args.candidates], [args.output])  # before the (long) training
+    check_backend(args)
+    with document_options(**reader_options(args)):
+        candidates = [line.split()[0] for batch in read_documents([args.candidates]) for line in batch.to_pylist()
+                      if line.strip()]
+        trainer = DictionaryTrainer(target_size=args.target, min_count=args.min_count,
+                                    sub_iterations=args.sub_iterations, chunk_bytes=chunk_bytes(args),
+                                    backend=args.backend, progress=progress_enabled())
+        dictionary = trainer.fit(candidates, args.corpus).dictionary_
+    with atomic_outputs([args.output]) as (temp,):
+        dictionary.save(temp)
     for step in trainer.history_:
         print(f"{step.step:>12}: {step.dictionary_size} words, {step.tokens} tokens", file=sys.stderr)
     print(f"wrote {len(dictionary)} words to {args.output}", file=sys.stderr)
@@ -132,7 +131,7 @@ def add_commands(subparsers: Any) -> None:
                          help="lattice and tie rule: DictCut's (default) or jieba's HMM=False cut")
     segment.add_argument("--on-error", choices=["raise", "skip"], default="raise",
                          help="malformed dictionary lines: stop with an error naming the line, or skip them")
-    add_field_option(segment)
+    add_document_options(segment)
     add_backend_options(segment)
 
     train = add_command(subparsers, "train-dict", cmd_train_dict,
@@ -145,6 +144,7 @@ def add_commands(subparsers: Any) -> None:
                        help="multi-character words seen fewer times are dropped")
     train.add_argument("--sub-iterations", type=non_negative_int, default=2,
                        help="Hard EM rounds before each pruning and at the end")
+    add_document_options(train, field=False)
     add_backend_options(train)
 
     score = add_command(subparsers, "score", cmd_score,

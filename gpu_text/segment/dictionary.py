@@ -1,6 +1,8 @@
 """Word-frequency dictionaries: ``word<TAB>freq`` (DictCut) or ``word freq [tag]`` (jieba).
 
 Duplicated words keep their last frequency while the total counts every line, as jieba does.
+A UTF-8 byte order mark before the first line is not part of its word. Frequencies and their total
+must fit in int64 (what the segmenter stores them as).
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+INT64_MAX = 2**63 - 1
 
 class DictionaryError(ValueError):
     """A malformed dictionary line; the message names the file and line."""
@@ -54,6 +57,8 @@ def parse_dictionary(lines: Iterable[str], source: str = "<lines>", on_error: st
     Traceback (most recent call last):
     ...
     gpu_text.segment.dictionary.DictionaryError: <lines>:1: expected "word<TAB>freq" or "word freq [tag]"
+    >>> parse_dictionary(["\ufeff好\t1"]).words
+    ['好']
     """
     if on_error not in ("raise", "skip"):
         raise ValueError("on_error must be 'raise' or 'skip'")
@@ -63,9 +68,13 @@ def parse_dictionary(lines: Iterable[str], source: str = "<lines>", on_error: st
     skipped: list[str] = []
     for number, line in enumerate(lines, 1):
         line = line.rstrip("\r\n")
+        if number == 1:
+            line = line.removeprefix("\ufeff")
         if not line.strip():
             continue
         problem, word, freq = _parse_line(line)
+        if not problem and total + freq > INT64_MAX:
+            problem = f"the frequencies add up to more than {INT64_MAX} (int64)"
         if problem:
             message = f"{source}:{number}: {problem}"
             if on_error == "raise":
@@ -88,7 +97,7 @@ def _parse_line(line: str) -> tuple[str | None, str, int]:
     word, freq_text = fields[0].strip(), fields[1].strip()
     if not word:
         return "empty word", "", 0
-    if "\x00" in word or "\ufffd" in word:
+    if "\x00" in word or "\ufffd" in word or any("\ud800" <= c <= "\udfff" for c in word):
         return f"word {word!r} holds a NUL or undecodable byte", "", 0
     try:
         freq = int(freq_text)
@@ -96,11 +105,15 @@ def _parse_line(line: str) -> tuple[str | None, str, int]:
         return f"frequency {freq_text!r} is not an integer", "", 0
     if freq < 0:
         return f"negative frequency {freq}", "", 0
+    if freq > INT64_MAX:
+        return f"frequency {freq_text!r} is larger than {INT64_MAX} (int64)", "", 0
     return None, word, freq
 
 
 def load_dictionary(path: str | Path, on_error: str = "raise") -> Dictionary:
-    """Read a dictionary file (UTF-8; a byte that is not UTF-8 makes its line malformed).
+    """Read a dictionary file (UTF-8; a byte that is not UTF-8 makes its line malformed). A line
+    ends at ``\n`` only (a lone ``\r`` or U+2028 does not end one), so line numbers are what
+    ``wc -l`` and editors count.
 
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "d.txt")
@@ -108,5 +121,6 @@ def load_dictionary(path: str | Path, on_error: str = "raise") -> Dictionary:
     >>> load_dictionary(p).words
     ['他', '是']
     """
-    with open(path, encoding="utf-8", errors="replace") as lines:
+    with open(path, "rb") as raw:
+        lines = (line.decode("utf-8", "replace") for line in raw)
         return parse_dictionary(lines, source=str(path), on_error=on_error)

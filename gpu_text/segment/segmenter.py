@@ -8,10 +8,19 @@ Pipeline, each stage batched over the whole input on the chosen backend:
 
 ``compat=None`` follows DictCut: weight ``log(freq / total)`` (unknown and frequency-0 words
 ``log(1 / total)``), a fallback edge at every character, the shortest word winning a tie.
-``compat="jieba"`` reproduces ``jieba.cut(..., HMM=False)`` on Han text: weight
-``log(freq) - log(total)``, frequency-0 words are no edges, a fallback edge only where no word
-starts, the longest word winning a tie. Weights are computed once on the host, so every backend
-adds the same float64 numbers in the same order and returns the same words.
+``compat="jieba"`` reproduces ``jieba.cut(line, HMM=False)`` on whole lines: the pre-split is
+jieba's (blocks of ``[\u4E00-\u9FD5a-zA-Z0-9+#&._%-]`` go to the lattice, every other character
+stands alone, Python's whitespace is dropped: the words are jieba's tokens less its pure-whitespace
+ones), weight ``log(freq) - log(total)``, frequency-0 words are no edges, a fallback edge only where
+no word starts, the longest word winning a tie, and consecutive one-character ASCII letter/digit
+words of a block joined into one word (word id -1 when more than one). Weights are computed once on
+the host, so every backend adds the same float64 numbers in the same order and returns the same words.
+
+A lattice run longer than ``window_bytes`` is solved in windows, last first, so its working memory
+stays bounded. A window starts at a cut point (a character start no dictionary word crosses, so
+every path passes there) and is solved with the route value of the window after it as its tail
+score: each position gets the float the whole run would give it, and so the same words. Where no
+cut point lies within a window's length the window grows (doubling) until one does.
 """
 from __future__ import annotations
 
@@ -22,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from gpu_text.arrays import to_host
 from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch, as_text_batch
 from gpu_text.ragged import RaggedArray, row_ids
@@ -30,6 +40,7 @@ from gpu_text.specs import spec_list, spec_mapping, spec_value
 from gpu_text.trie import DoubleArrayTrie
 
 COMPAT_MODES = (None, "dictcut", "jieba")
+WINDOW_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -97,17 +108,26 @@ class Segmenter:
     >>> seg = Segmenter(Dictionary(["他", "是", "英国", "英国人", "人"], np.array([50, 40, 80, 100, 30]), 300))
     >>> seg.cut("他是英国人Tom")
     ['他', '是', '英国人', 'Tom']
+
+    ``window_bytes`` bounds the lattice of one run (see the module notes); it never changes the words.
     """
 
-    def __init__(self, dictionary: Dictionary | str | Path | None = None, compat: str | None = None) -> None:
+    def __init__(self, dictionary: Dictionary | str | Path | None = None, compat: str | None = None, *,
+                 window_bytes: int = WINDOW_BYTES) -> None:
         if compat not in COMPAT_MODES:
             raise ValueError(f"compat must be one of {COMPAT_MODES}, got {compat!r}")
+        if isinstance(window_bytes, bool) or not isinstance(window_bytes, int) or window_bytes < 1:
+            raise ValueError(f"window_bytes must be a positive integer, got {window_bytes!r}")
         self.compat = compat
+        self.window_bytes = window_bytes
         self.dictionary = load_dictionary(dictionary) if isinstance(dictionary, (str, Path)) else dictionary
         self.trie: DoubleArrayTrie | None = None
         self.weights, self.unknown_weight, self.tail_score = self._weights()
+        self.max_word_bytes = 0
         if self.dictionary is not None and len(self.dictionary):
-            self.trie = DoubleArrayTrie.build([w.encode() for w in self.dictionary.words])
+            encoded = [w.encode() for w in self.dictionary.words]
+            self.trie = DoubleArrayTrie.build(encoded)
+            self.max_word_bytes = max(map(len, encoded))
 
     @property
     def jieba_mode(self) -> bool:
@@ -134,10 +154,15 @@ class Segmenter:
         [[3, 6, 9, 12, 15], []]
         """
         be = get_backend(backend)
-        batch = as_text_batch(texts).to_device(be.xp)
-        lattice = self.lattice(batch, be)
-        word_ends, word_values, word_offsets = be.op("segment", "viterbi_segment")(*lattice.viterbi_args(self))
-        return self._assemble(batch, be.xp, lattice, word_ends, word_values, word_offsets)
+        xp = be.xp
+        batch = as_text_batch(texts).to_device(xp)
+        tokens = be.op("segment", "presplit")(batch.data, batch.offsets, self.jieba_mode)
+        han = xp.flatnonzero(tokens[2])
+        span_starts, span_ends = xp.ascontiguousarray(tokens[0][han]), xp.ascontiguousarray(tokens[1][han])
+        words = self._solve(batch.data, span_starts, span_ends, be)
+        if self.jieba_mode:
+            words = _join_ascii_runs(batch.data, span_starts, *words, xp)
+        return self._assemble(batch, xp, tokens, han, span_starts, *words)
 
     def word_ends(self, data: Any, span_starts: Any, span_ends: Any, backend: str | Backend | None = None
                   ) -> RaggedArray:
@@ -151,16 +176,15 @@ class Segmenter:
         [[3, 6], [15]]
         """
         be = get_backend(backend)
-        edges = self._edges(data, span_starts, span_ends, be)
-        word_ends, _, word_offsets = be.op("segment", "viterbi_segment")(
-            data, span_starts, span_ends, *edges, be.xp.asarray(self.weights), self.unknown_weight, self.tail_score,
-            self.jieba_mode)
+        xp = be.xp
+        word_ends, _, word_offsets = self._solve(be.asarray(data), xp.ascontiguousarray(be.asarray(span_starts)),
+                                                 xp.ascontiguousarray(be.asarray(span_ends)), be)
         return RaggedArray(word_ends, word_offsets, check=False)
 
     def lattice(self, batch: TextBatch, be: Backend) -> "Lattice":
         """Pre-split ``batch`` (already on ``be``'s device) and search its Han runs in the trie."""
         xp = be.xp
-        starts, ends, is_han, token_rows = be.op("segment", "presplit")(batch.data, batch.offsets)
+        starts, ends, is_han, token_rows = be.op("segment", "presplit")(batch.data, batch.offsets, self.jieba_mode)
         han = xp.flatnonzero(is_han)
         span_starts, span_ends = xp.ascontiguousarray(starts[han]), xp.ascontiguousarray(ends[han])
         return Lattice(batch.data, starts, ends, is_han, token_rows, han, span_starts, span_ends,
@@ -174,12 +198,99 @@ class Segmenter:
         empty = xp.zeros(0, xp.int64)
         return empty, empty, xp.zeros(0, xp.int32), xp.zeros(span_starts.size + 1, xp.int64)
 
+    def _viterbi(self, data: Any, span_starts: Any, span_ends: Any, be: Backend, tail_score: float | None = None
+                 ) -> tuple[Any, Any, Any]:
+        """The best path of every span in one batch: (word ends, word values, span word offsets)."""
+        tail = self.tail_score if tail_score is None else tail_score
+        return be.op("segment", "viterbi_segment")(data, span_starts, span_ends,
+                                                   *self._edges(data, span_starts, span_ends, be),
+                                                   be.xp.asarray(self.weights), self.unknown_weight, tail,
+                                                   self.jieba_mode)
+
+    def _solve(self, data: Any, span_starts: Any, span_ends: Any, be: Backend) -> tuple[Any, Any, Any]:
+        """:meth:`_viterbi` with every span longer than ``window_bytes`` solved in windows."""
+        xp = be.xp
+        long_spans = to_host(xp.flatnonzero(span_ends - span_starts > self.window_bytes)).tolist()
+        if not long_spans:
+            return self._viterbi(data, span_starts, span_ends, be)
+        short = xp.flatnonzero(span_ends - span_starts <= self.window_bytes)
+        short_ends, short_values, short_offsets = self._viterbi(data, xp.ascontiguousarray(span_starts[short]),
+                                                                xp.ascontiguousarray(span_ends[short]), be)
+        bounds = to_host(span_starts), to_host(span_ends)
+        long_words = [self._solve_windows(data, int(bounds[0][k]), int(bounds[1][k]), be) for k in long_spans]
+        counts = xp.zeros(span_starts.size, xp.int64)
+        counts[short] = short_offsets[1:] - short_offsets[:-1]
+        counts[xp.asarray(long_spans)] = xp.asarray([w[0].size for w in long_words], dtype=xp.int64)
+        offsets = xp.zeros(span_starts.size + 1, xp.int64)
+        xp.cumsum(counts, out=offsets[1:])
+        word_ends = xp.empty(int(offsets[-1]), xp.int64)
+        word_values = xp.empty(int(offsets[-1]), xp.int32)
+        span_of_word = row_ids(short_offsets)
+        where = offsets[short][span_of_word] + xp.arange(short_ends.size, dtype=xp.int64) - short_offsets[span_of_word]
+        word_ends[where] = short_ends
+        word_values[where] = short_values
+        for k, (ends, values) in zip(long_spans, long_words):
+            a, b = int(offsets[k]), int(offsets[k + 1])
+            word_ends[a:b] = ends
+            word_values[a:b] = values
+        return word_ends, word_values, offsets
+
+    def _solve_windows(self, data: Any, begin: int, end: int, be: Backend) -> tuple[Any, Any]:
+        """Word ends and values of the run [begin, end), solved window by window from its end."""
+        xp = be.xp
+        pieces = []
+        tail, stop = self.tail_score, end
+        while stop > begin:
+            start, edges = self._window(data, begin, stop, be)
+            ends, values, _ = be.op("segment", "viterbi_segment")(
+                data, xp.asarray([start], dtype=xp.int64), xp.asarray([stop], dtype=xp.int64), *edges,
+                xp.asarray(self.weights), self.unknown_weight, tail, self.jieba_mode)
+            pieces.append((ends, values))
+            tail = self._route_value(to_host(values), tail)
+            stop = start
+        pieces.reverse()
+        return xp.concatenate([p[0] for p in pieces]), xp.concatenate([p[1] for p in pieces])
+
+    def _route_value(self, values: np.ndarray, tail: float) -> float:
+        """The route value at a window's start: its path's weights added to ``tail`` last word first,
+        one by one, exactly as the kernel adds them (``add.accumulate`` is sequential)."""
+        weights = np.where(values >= 0, self.weights[np.maximum(values, 0)], self.unknown_weight)
+        return float(np.add.accumulate(np.concatenate([[tail], weights[::-1]]))[-1])
+
+    def _window(self, data: Any, begin: int, stop: int, be: Backend) -> tuple[int, tuple[Any, Any, Any, Any]]:
+        """The start of the last window of [begin, stop) (a cut point as near ``stop - window_bytes``
+        as can be, or ``begin``) and the dictionary edges of [start, stop), as one span's."""
+        xp = be.xp
+        size = self.window_bytes
+        while True:
+            low = stop - size
+            if low <= begin:
+                return begin, self._edges(data, xp.asarray([begin]), xp.asarray([stop]), be)
+            # an edge crossing a position >= low starts after low - max_word_bytes
+            head = max(begin, low - self.max_word_bytes)
+            origin = begin
+            if head - 3 > begin:  # the search must start at a character start: one of head-3..head
+                lead = np.flatnonzero((to_host(data[head - 3:head + 1]) & 0xC0) != 0x80)
+                origin = head - 3 + int(lead[-1]) if lead.size else head
+            edge_starts, edge_ends, edge_values, _ = self._edges(data, xp.asarray([origin]), xp.asarray([stop]), be)
+            starts_h, ends_h = to_host(edge_starts), to_host(edge_ends)
+            candidates = origin + np.flatnonzero(_char_starts(to_host(data[origin:stop])))
+            candidates = candidates[candidates >= low]
+            before = np.searchsorted(starts_h, candidates, side="left")
+            reach = np.maximum.accumulate(np.concatenate([[-1], ends_h]))
+            cuts = candidates[reach[before] <= candidates]
+            if cuts.size:
+                start = int(cuts[0])
+                first = int(np.searchsorted(starts_h, start, side="left"))
+                return start, (edge_starts[first:], edge_ends[first:], edge_values[first:],
+                               xp.asarray([0, starts_h.size - first], dtype=xp.int64))
+            size *= 2
+
     @staticmethod
-    def _assemble(batch: TextBatch, xp: Any, lattice: "Lattice", word_ends: Any, word_values: Any,
-                  word_offsets: Any) -> Segmentation:
-        """Merge the non-Han tokens and the Han runs' words into one ragged list per string."""
-        starts, ends, is_han, han = lattice.token_starts, lattice.token_ends, lattice.is_han, lattice.han
-        token_rows, span_starts = lattice.token_rows, lattice.span_starts
+    def _assemble(batch: TextBatch, xp: Any, tokens: tuple[Any, Any, Any, Any], han: Any, span_starts: Any,
+                  word_ends: Any, word_values: Any, word_offsets: Any) -> Segmentation:
+        """Merge the non-lattice tokens and the runs' words into one ragged list per string."""
+        starts, ends, is_han, token_rows = tokens
         per_token = xp.ones(starts.size, xp.int64)
         per_span = word_offsets[1:] - word_offsets[:-1]
         per_token[han] = per_span
@@ -192,20 +303,24 @@ class Segmenter:
         other = xp.flatnonzero(is_han == 0)
         out_starts[token_word_offsets[other]] = starts[other]
         out_ends[token_word_offsets[other]] = ends[other]
+        # in place, one temporary at a time: a long line has as many words as bytes, nearly
         span_of_word = row_ids(word_offsets)
-        word_starts = xp.empty(word_ends.size, xp.int64)
-        word_starts[1:] = word_ends[:-1]
+        where = token_word_offsets[han][span_of_word]
+        where -= word_offsets[span_of_word]
+        del span_of_word
+        where += xp.arange(word_ends.size, dtype=xp.int64)
+        out_starts[where[1:]] = word_ends[:-1]
         nonempty = xp.flatnonzero(per_span > 0)
-        word_starts[word_offsets[nonempty]] = span_starts[nonempty]
-        where = token_word_offsets[han][span_of_word] + xp.arange(word_ends.size, dtype=xp.int64) - word_offsets[span_of_word]
-        out_starts[where] = word_starts
+        out_starts[where[word_offsets[nonempty]]] = span_starts[nonempty]
         out_ends[where] = word_ends
         out_ids[where] = word_values
+        del where
         rows = token_word_offsets[token_rows]
-        row_of_word = row_ids(rows)
-        base = batch.offsets[:-1][row_of_word]
-        return Segmentation(batch, RaggedArray(out_starts - base, rows, check=False),
-                            RaggedArray(out_ends - base, rows, check=False), RaggedArray(out_ids, rows, check=False))
+        base = batch.offsets[:-1][row_ids(rows)]
+        out_starts -= base
+        out_ends -= base
+        return Segmentation(batch, RaggedArray(out_starts, rows, check=False), RaggedArray(out_ends, rows, check=False),
+                            RaggedArray(out_ids, rows, check=False))
 
     def cut(self, text: str, backend: str | Backend | None = "cpu") -> list[str]:
         """Segment one string (a convenience; batch with :meth:`segment`).
@@ -279,6 +394,46 @@ def segment_words(texts: Any, dictionary: Dictionary | str | Path | None = None,
     [['你', '好', '世', '界']]
     """
     return Segmenter(dictionary, compat).segment(texts, backend).words()
+
+
+def _char_starts(raw: np.ndarray) -> np.ndarray:
+    """Bytes of ``raw`` (whose first byte starts a character) that surely start one under the
+    one-byte rule: a non-continuation byte always does, and so does a continuation byte after three
+    continuation bytes (no sequence is longer than four)."""
+    lead = (raw & 0xC0) != 0x80
+    out = lead.copy()
+    if raw.size > 3:
+        out[3:] |= ~lead[2:-1] & ~lead[1:-2] & ~lead[:-3]
+    if raw.size:
+        out[0] = True
+    return out
+
+
+def _join_ascii_runs(data: Any, span_starts: Any, word_ends: Any, word_values: Any, word_offsets: Any, xp: Any
+                     ) -> tuple[Any, Any, Any]:
+    """jieba's ``__cut_DAG_NO_HMM``: consecutive one-character ASCII letter/digit words of a run
+    become one word (id -1 when it joins more than one)."""
+    n = word_ends.size
+    if n == 0:
+        return word_ends, word_values, word_offsets
+    span_of_word = row_ids(word_offsets)
+    word_starts = xp.empty(n, xp.int64)
+    word_starts[1:] = word_ends[:-1]
+    nonempty = xp.flatnonzero(word_offsets[1:] > word_offsets[:-1])
+    word_starts[word_offsets[nonempty]] = span_starts[nonempty]
+    first = data[word_starts]
+    folded = first | 0x20
+    single = (word_ends - word_starts == 1) & (((first >= 0x30) & (first <= 0x39)) | ((folded >= 0x61) & (folded <= 0x7A)))
+    joins = xp.zeros(n, bool)
+    joins[1:] = single[1:] & single[:-1] & (span_of_word[1:] == span_of_word[:-1])
+    kept = xp.flatnonzero(~joins)
+    last = xp.empty(kept.size, xp.int64)
+    last[:-1] = kept[1:] - 1
+    last[-1] = n - 1
+    values = xp.where(last > kept, -1, word_values[kept]).astype(xp.int32)
+    kept_before = xp.zeros(n + 1, xp.int64)
+    xp.cumsum(~joins, out=kept_before[1:])
+    return xp.ascontiguousarray(word_ends[last]), values, kept_before[word_offsets]
 
 
 __all__ = ["Segmentation", "Segmenter", "segment_words"]

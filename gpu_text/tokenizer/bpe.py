@@ -40,6 +40,11 @@ class PieceType(enum.IntEnum):
 MERGEABLE = (PieceType.NORMAL, PieceType.USER_DEFINED, PieceType.UNUSED)
 
 
+MAX_PIECE_BYTES = 7999
+"""The longest piece, in bytes, in every model format: SentencePiece's loader refuses a piece of
+8,000 bytes or more ("piece is too long"), and so does every loader here."""
+
+
 def byte_piece(byte: int) -> str:
     """The name of a byte piece.
 
@@ -47,6 +52,85 @@ def byte_piece(byte: int) -> str:
     '<0xE4>'
     """
     return f"<0x{byte:02X}>"
+
+
+BYTE_VALUES = {byte_piece(b).encode(): b for b in range(256)}
+"""A BYTE piece's name (bytes) → its byte: only these 256 names, uppercase, as in SentencePiece."""
+
+
+def shown_piece(piece: bytes) -> str:
+    """A piece as an error message shows it: a quoted string, bytes when it is not UTF-8, shortened.
+
+    >>> print(shown_piece("你".encode()), shown_piece(b"a\\xff"), shown_piece(b"x" * 100)[-15:])
+    '你' b'a\\xff' ...(100 bytes)
+    """
+    try:
+        text = repr(piece.decode("utf-8"))
+    except UnicodeDecodeError:
+        text = repr(piece)
+    return text if len(text) <= 60 else f"{text[:50]}...({len(piece)} bytes)"
+
+
+def piece_problem(pieces: Sequence[bytes], types: Sequence[int], scores: Sequence[float]) -> tuple[int, str] | None:
+    """The first piece that no model may hold and why, or ``None``: a type outside 1-6, an empty
+    piece, one longer than :data:`MAX_PIECE_BYTES`, a BYTE piece that is not ``<0x00>`` … ``<0xFF>``,
+    a score that is not finite (no merge order follows from NaN; a tokenizer file cannot hold
+    infinity) or a piece seen before.
+    Every loader checks its pieces with it and names the place in its own terms (line, byte).
+
+    >>> piece_problem([b"<unk>", b"a", b"<0xZZ>"], [2, 1, 6], [0.0, 0.0, 0.0])
+    (2, "'<0xZZ>' is a BYTE piece but not one of <0x00> ... <0xFF>")
+    >>> piece_problem([b"<unk>", b"a", b"a"], [2, 1, 3], [0.0, 0.0, 0.0])
+    (2, "'a' is piece 1 again (every piece appears once)")
+    >>> piece_problem([b"<unk>"], [2], [0.0]) is None
+    True
+    """
+    with np.errstate(over="ignore", invalid="ignore"):  # a float64 beyond float32 becomes inf: refused below
+        scores32 = np.asarray(scores, np.float32)
+    finite = np.isfinite(scores32)
+    seen: dict[bytes, int] = {}
+    for index, (piece, kind) in enumerate(zip(pieces, types)):
+        kind = int(kind)
+        if kind not in PieceType._value2member_map_:
+            return index, f"has type {kind}; types are 1-6"
+        if not piece:
+            return index, "is empty"
+        if len(piece) > MAX_PIECE_BYTES:
+            return index, (f"is {len(piece)} bytes long; a piece has at most {MAX_PIECE_BYTES} bytes "
+                           "(SentencePiece's limit too)")
+        if kind == PieceType.BYTE and piece not in BYTE_VALUES:
+            return index, f"{shown_piece(piece)} is a BYTE piece but not one of <0x00> ... <0xFF>"
+        if not finite[index]:
+            return index, f"{shown_piece(piece)} has score {float(scores32[index])}; scores are finite float32 numbers"
+        first = seen.setdefault(piece, index)
+        if first != index:
+            return index, f"{shown_piece(piece)} is piece {first} again (every piece appears once)"
+    return None
+
+
+def special_id_problem(name: str, value: int, pieces: Sequence[bytes], types: Sequence[int]) -> str | None:
+    """Why ``value`` cannot be the special id ``name``, or ``None``: ``unk_id`` is an UNKNOWN piece,
+    ``bos_id``, ``eos_id`` and ``pad_id`` a CONTROL piece or -1 (none), as in SentencePiece.
+
+    >>> pieces, types = [b"<unk>", b"<s>", b"a"], [2, 3, 1]
+    >>> special_id_problem("bos_id", 1, pieces, types) is None, special_id_problem("eos_id", -1, pieces, types)
+    (True, None)
+    >>> special_id_problem("bos_id", 99999, pieces, types)
+    'bos_id=99999 is not a piece id (the model has 3 pieces; -1 means none)'
+    >>> special_id_problem("pad_id", 2, pieces, types)
+    "pad_id=2 is piece 'a' of type NORMAL, not a CONTROL piece"
+    """
+    wanted = PieceType.UNKNOWN if name == "unk_id" else PieceType.CONTROL
+    if value == -1 and wanted == PieceType.CONTROL:
+        return None
+    if not 0 <= value < len(pieces):
+        none = "" if wanted == PieceType.UNKNOWN else "; -1 means none"
+        return f"{name}={value} is not a piece id (the model has {len(pieces)} pieces{none})"
+    kind = int(types[value])
+    if kind != wanted:
+        kind_name = PieceType(kind).name if kind in PieceType._value2member_map_ else str(kind)
+        return f"{name}={value} is piece {shown_piece(pieces[value])} of type {kind_name}, not a {wanted.name} piece"
+    return None
 
 
 @dataclass
@@ -73,14 +157,17 @@ class BPEModel:
             raise ValueError(f"{len(pieces)} pieces but {len(scores)} scores and {len(types)} types")
         # pieces are bytes (a model file may hold pieces that are not UTF-8); `pieces` shows them as str
         self.piece_bytes = [p if isinstance(p, bytes) else p.encode("utf-8", "surrogatepass") for p in pieces]
+        problem = piece_problem(self.piece_bytes, types, scores)
+        if problem is not None:
+            raise ValueError(f"piece {problem[0]} {problem[1]}")
+        nul = next((i for i, (p, t) in enumerate(zip(self.piece_bytes, types)) if t in MERGEABLE and 0 in p), None)
+        if nul is not None:  # the trie's byte 0 leads to its values (the seed's Summer model has such a piece)
+            raise ValueError(f"piece {nul} {shown_piece(self.piece_bytes[nul])} holds a NUL byte, which no piece "
+                             "that merges may hold here")
         self.pieces = [p.decode("utf-8", "surrogateescape") for p in self.piece_bytes]
         self.scores = np.asarray(scores, np.float32)
         self.types = np.asarray(types, np.int8)
-        bad = np.flatnonzero((self.types < 1) | (self.types > 6))
-        if bad.size:
-            raise ValueError(f"piece {int(bad[0])} has type {int(self.types[bad[0]])}; types are 1-6")
-        if not 0 <= unk_id < len(self.pieces) or self.types[unk_id] != PieceType.UNKNOWN:
-            raise ValueError(f"unk_id {unk_id} is not an UNKNOWN piece")
+        self.check_special_ids(unk_id=unk_id)
         self.unk_id = unk_id
         self.piece_to_id = {p: i for i, p in enumerate(self.pieces)}
         byte_ids = np.array([self.piece_to_id.get(byte_piece(b), -1) for b in range(256)], np.int32)
@@ -100,6 +187,20 @@ class BPEModel:
 
     def __len__(self) -> int:
         return len(self.pieces)
+
+    def check_special_ids(self, **ids: int) -> None:
+        """A ``ValueError`` unless each special id (``unk_id``, ``bos_id``, ``eos_id``, ``pad_id``)
+        names a piece of the right type (:func:`special_id_problem`).
+
+        >>> BPEModel(["<unk>", "a"], [0.0, 0.0], [2, 1]).check_special_ids(bos_id=1)
+        Traceback (most recent call last):
+        ...
+        ValueError: bos_id=1 is piece 'a' of type NORMAL, not a CONTROL piece
+        """
+        for name, value in ids.items():
+            problem = special_id_problem(name, value, self.piece_bytes, self.types)
+            if problem is not None:
+                raise ValueError(problem)
 
     def _trie_arrays(self, backend: str | Backend) -> tuple[Any, ...]:
         if self.trie is not None:

@@ -201,8 +201,12 @@ class BPETrainer(Estimator):
         """Validates the parameters and builds the normalizer and pre-tokenizer they describe."""
         self._require_int("vocab_size", 0)
         extra = self.extra_tokens
-        self._require(isinstance(extra, (list, tuple)) and all(isinstance(t, str) for t in extra), "extra_tokens",
-                      "a list of strings")
+        self._require(isinstance(extra, (list, tuple)) and all(isinstance(t, str) and t for t in extra),
+                      "extra_tokens", "a list of non-empty strings")
+        fixed = [*SPECIAL_PIECES, *(byte_piece(b) for b in range(256))]
+        clash = next((t for k, t in enumerate(extra) if t in fixed or t in extra[:k]), None)
+        self._require(clash is None, "extra_tokens", f"distinct tokens that are no special or byte piece ({clash!r} "
+                      "is repeated or taken)")
         n_fixed = len(SPECIAL_PIECES) + 256 + len(extra)
         self._require(self.vocab_size >= n_fixed, "vocab_size",
                       f"at least the {n_fixed} special, byte and extra pieces")
@@ -326,7 +330,8 @@ class BPETrainer(Estimator):
             merges.append(piece)
             u.append(state.text(int(state.s_left[x])))
             v.append(state.text(int(state.s_right[x])))
-        required = [chr(c) for c in state.char_cp[:state.n_required].tolist()]
+        # a required character that is already a piece (an extra token "a") is not added twice
+        required = [ch for ch in (chr(c) for c in state.char_cp[:state.n_required].tolist()) if ch not in taken]
         learnt = merges + required
         pieces = fixed + learnt
         scores = np.concatenate([np.zeros(len(fixed), np.float32), 0.0 - np.arange(len(learnt), dtype=np.float32)])

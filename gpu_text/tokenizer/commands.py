@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
-from gpu_text.cli_helpers import (add_backend_options, add_command, add_field_option, chunk_bytes, fraction,
-                                  load_file, positive_int, progress_enabled)
+from gpu_text.cli_helpers import (add_backend_options, add_command, add_document_options, atomic_outputs,
+                                  check_backend, check_outputs, chunk_bytes, fraction, load_file, positive_int,
+                                  progress_enabled, reader_options)
+from gpu_text.documents import document_options
 
-INPUTS_HELP = (".txt (a document per line), .jsonl or .parquet (see --field), each maybe gzip/zstd/bz2-compressed; "
-               "'-' for stdin")
+INPUTS_HELP = (".txt (a document per line), .jsonl/.json or .parquet (see --field), each maybe "
+               "gzip/zstd/bz2-compressed (told by content, see --format); '-' for stdin")
 
 
 def cmd_train_tokenizer(args: argparse.Namespace) -> int:
@@ -33,14 +36,19 @@ def cmd_train_tokenizer(args: argparse.Namespace) -> int:
     """
     from gpu_text.tokenizer.bpe_trainer import BPETrainer
 
+    cn_dictionary = args.cn if args.cn and os.path.exists(args.cn) else None
+    check_outputs([*args.inputs, cn_dictionary], [args.output])  # before the (long) training
+    check_backend(args)
     extra = [token for token in args.extra_tokens.split(",") if token]
     trainer = BPETrainer(vocab_size=args.vocab_size, character_coverage=args.character_coverage,
                          max_piece_size=args.max_piece_size, min_count=args.min_count, split=args.split,
                          digits=args.digits, cn=args.cn, normalizer=args.normalizer, reconstruct=args.reconstruct,
                          extra_tokens=extra, progress=progress_enabled(), chunk_bytes=chunk_bytes(args),
                          backend=args.backend)
-    model = trainer.fit(args.inputs, field=args.field).model_
-    model.save(args.output)
+    with document_options(**reader_options(args)):
+        model = trainer.fit(args.inputs, field=args.field).model_
+    with atomic_outputs([args.output]) as (temp,):
+        model.save(temp)
     stats = model.stats
     print(f"wrote {len(model)} pieces ({model.n_merges} merges, {len(model.required_chars)} characters) to "
           f"{args.output}; {stats['pre_tokens']} distinct pre-tokens, counting {stats['count_seconds']:.1f} s, "
@@ -59,12 +67,17 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     >>> main(["tokenize", "--model", str(MODEL), "--backend", "cpu", str(d / "docs.txt"), str(d / "ids.parquet")])
     0
     """
-    from gpu_text.tokenizer.bulk import load_tokenizer, tokenize_files
+    from gpu_text.tokenizer.bulk import load_tokenizer, output_paths, tokenize_files
 
+    check_outputs([args.model, *args.inputs], output_paths(args.output))
+    check_backend(args)
     tokenizer = load_file(args.model, load_tokenizer, "tokenizer model")
+    for flag, name, special in ((args.add_bos, "bos", tokenizer.bos_id), (args.add_eos, "eos", tokenizer.eos_id)):
+        if flag and special < 0:  # said before any output exists, naming the model
+            raise ValueError(f"{args.model}: the model has no {name} piece, so --add-{name} cannot be honoured")
     summary = tokenize_files(tokenizer, args.inputs, args.output, field=args.field, with_offsets=args.offsets,
                              backend=args.backend, chunk_bytes=chunk_bytes(args), add_bos=args.add_bos,
-                             add_eos=args.add_eos, progress=progress_enabled())
+                             add_eos=args.add_eos, progress=progress_enabled(), **reader_options(args))
     print(json.dumps(summary), file=sys.stderr)
     return 0
 
@@ -99,7 +112,7 @@ def add_commands(subparsers: Any) -> None:
     train.add_argument("--normalizer", default="no", help="no, NFKC, NMT_NFKC, NFKC_CF or NMT_NFKC_CF")
     train.add_argument("--reconstruct", action="store_true", help="keep every space (no collapsing or stripping)")
     train.add_argument("--extra-tokens", default="", help="comma-separated USER_DEFINED pieces")
-    add_field_option(train)
+    add_document_options(train)
     add_backend_options(train)
 
     tokenize = add_command(subparsers, "tokenize", cmd_tokenize,
@@ -107,7 +120,7 @@ def add_commands(subparsers: Any) -> None:
     tokenize.add_argument("--model", required=True, help="a SentencePiece .model (BPE) or a gpu_text model file")
     tokenize.add_argument("inputs", nargs="+", help=INPUTS_HELP)
     tokenize.add_argument("output", help="OUT.parquet (list<int32> ids column) or OUT.npy (OUT.ids.npy + OUT.offsets.npy)")
-    add_field_option(tokenize)
+    add_document_options(tokenize)
     tokenize.add_argument("--offsets", action="store_true", help="also write each token's byte span (Parquet)")
     tokenize.add_argument("--add-bos", action="store_true")
     tokenize.add_argument("--add-eos", action="store_true")

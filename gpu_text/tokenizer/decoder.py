@@ -11,7 +11,7 @@ from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch
 from gpu_text.ragged import RaggedArray, row_ids
 from gpu_text.specs import spec_mapping, spec_value
-from gpu_text.tokenizer.bpe import PieceType
+from gpu_text.tokenizer.bpe import BYTE_VALUES, PieceType, shown_piece
 from gpu_text.tokenizer.normalizer import SPACE_SYMBOL
 
 
@@ -21,16 +21,22 @@ class Decoder:
     >>> d = Decoder(["<unk>", "<0x41>", "▁hi", "<s>"], [2, 6, 1, 3])
     >>> d.decode_batch([[2, 1, 3, 0]], backend="cpu")
     [' hiA']
+    >>> Decoder(["<unk>", "<0xZZ>"], [2, 6])
+    Traceback (most recent call last):
+    ...
+    ValueError: piece 1 '<0xZZ>' is a BYTE piece but not one of <0x00> ... <0xFF>
     """
 
     def __init__(self, pieces: Sequence[str | bytes], types: Sequence[int], space: str = SPACE_SYMBOL,
                  strip_leading_space: bool = False) -> None:
         chunks = []
         space_bytes = space.encode()
-        for piece, kind in zip(pieces, types):
+        for index, (piece, kind) in enumerate(zip(pieces, types)):
             raw = piece if isinstance(piece, bytes) else piece.encode("utf-8", "surrogatepass")
             if kind == PieceType.BYTE:
-                chunks.append(bytes([int(raw[3:5], 16)]))
+                if raw not in BYTE_VALUES:
+                    raise ValueError(f"piece {index} {shown_piece(raw)} is a BYTE piece but not one of <0x00> ... <0xFF>")
+                chunks.append(bytes([BYTE_VALUES[raw]]))
             elif kind in (PieceType.UNKNOWN, PieceType.CONTROL):
                 chunks.append(b"")
             else:

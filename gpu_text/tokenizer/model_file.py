@@ -26,7 +26,12 @@ the seed renamed ``[PreTokenizerSpec]`` from ``[NormalizerSpec]`` (the two model
 
 Parsing is strict where the seed's loader is lenient, so that a damaged file fails loudly: every
 section and ``size=`` must be present, ids run 0..N-1 in order, types are 1-6, every line of a
-spec section is a known ``key=value``, and every error names the line.
+spec section is a known ``key=value``, and every error names the line. A file that parses is then
+checked as a model (:func:`check_model`): pieces non-empty, distinct, at most
+:data:`~gpu_text.tokenizer.bpe.MAX_PIECE_BYTES` bytes, BYTE pieces named ``<0x00>`` … ``<0xFF>``,
+finite scores; ``unk_id`` an UNKNOWN piece and ``bos_id``, ``eos_id``, ``pad_id`` CONTROL pieces or
+-1; a known normalizer name, a ``cut`` of the pre-tokenizer and a one-character ``space``. A UTF-8
+byte order mark at the start of the file is skipped.
 """
 from __future__ import annotations
 
@@ -240,7 +245,8 @@ def write_model_file(model: TokenizerModel, path: str | os.PathLike) -> None:
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "m.model"
-    >>> m = TokenizerModel(CounterSpec(), PreTokenizerSpec(), PieceTable.from_lists([b"<unk>", b"\\\\"], [0, -1], [2, 1]))
+    >>> pieces = PieceTable.from_lists([b"<unk>", b"\\\\"], [0, -1], [2, 1])
+    >>> m = TokenizerModel(CounterSpec(bos_id=-1, eos_id=-1), PreTokenizerSpec(), pieces)
     >>> write_model_file(m, path)
     >>> read_model_file(path).pieces.pieces
     [b'<unk>', b'\\\\']
@@ -290,7 +296,8 @@ def _parse_piece(line: str, where: str, expected_id: int) -> tuple[bytes, float,
     if id_text != str(expected_id):
         raise ModelFileError(f"{where}: expected piece id {expected_id}, found {id_text!r} (ids run 0..N-1 in order)")
     try:
-        score = float(np.float32(score_text))
+        with np.errstate(over="ignore"):  # beyond float32 is inf, which check_model refuses
+            score = float(np.float32(score_text))
     except ValueError:
         raise ModelFileError(f"{where}: score {score_text!r} is not a number") from None
     if type_text not in {str(k) for k in PIECE_TYPES}:
@@ -307,7 +314,9 @@ def parse_model(text: bytes | str, source: str = "model") -> TokenizerModel:
     gpu_text.tokenizer.model_file.ModelFileError: model line 5: piece type '7' is not one of 1-6
     """
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    raw = raw.removeprefix(b"\xef\xbb\xbf")  # a BOM (an editor's) is no text; the line numbers stay
     specs: dict[str, dict[str, object]] = {"counter": {}, "pretokenizer": {}}
+    lines: dict[str, int] = {}  # where each spec key and each piece was read, for check_model's messages
     seen: set[str] = set()
     section = None
     size = None
@@ -346,6 +355,7 @@ def parse_model(text: bytes | str, source: str = "model") -> TokenizerModel:
                 continue
             if len(rows) == size:
                 raise ModelFileError(f"{where}: more pieces than size={size}")
+            lines[f"piece {len(rows)}"] = number
             rows.append(_parse_piece(line, where, len(rows)))
             continue
         key, eq, value = line.partition("=")
@@ -355,6 +365,7 @@ def parse_model(text: bytes | str, source: str = "model") -> TokenizerModel:
         if key in specs[section]:
             raise ModelFileError(f"{where}: {key} is given twice")
         specs[section][key] = _convert(cls, key, value, where)
+        lines[key] = number
     for part, header in (("counter", "[CounterSpec]"), ("pretokenizer", "[PreTokenizerSpec]"), ("pieces", "[Pieces]")):
         if part not in seen:
             raise ModelFileError(f"{source}: section {header} is missing")
@@ -363,8 +374,53 @@ def parse_model(text: bytes | str, source: str = "model") -> TokenizerModel:
     if len(rows) != size:
         raise ModelFileError(f"{source} line {number}: [Pieces] says size={size} but has {len(rows)} pieces")
     pieces, scores, types, u, v = (list(column) for column in zip(*rows)) if rows else ([], [], [], [], [])
-    return TokenizerModel(CounterSpec(**specs["counter"]), PreTokenizerSpec(**specs["pretokenizer"]),
-                          PieceTable.from_lists(pieces, scores, types, u, v))
+    model = TokenizerModel(CounterSpec(**specs["counter"]), PreTokenizerSpec(**specs["pretokenizer"]),
+                           PieceTable.from_lists(pieces, scores, types, u, v))
+    check_model(model, source, lines)
+    return model
+
+
+def check_model(model: TokenizerModel, source: str = "model", lines: dict[str, int] | None = None) -> None:
+    """:class:`ModelFileError` unless ``model`` is one a tokenizer can load (the module docstring's
+    rules), naming the line of the piece or key at fault (``lines``: key or ``"piece N"`` → line;
+    a key the file does not set is named as a default).
+
+    >>> table = PieceTable.from_lists([b"<unk>", b"<s>", b"a"], [0, 0, -1], [2, 3, 1])
+    >>> check_model(TokenizerModel(CounterSpec(bos_id=1, eos_id=-1), PreTokenizerSpec(), table))
+    >>> check_model(TokenizerModel(CounterSpec(bos_id=1, eos_id=99999), PreTokenizerSpec(), table), "m.txt",
+    ...             {"eos_id": 9})
+    Traceback (most recent call last):
+    ...
+    gpu_text.tokenizer.model_file.ModelFileError: m.txt line 9: eos_id=99999 is not a piece id (the model \
+has 3 pieces; -1 means none)
+    """
+    # imported here: the readers and writers of the format need none of the tokenizer's stages
+    from gpu_text.tokenizer.bpe import piece_problem, special_id_problem
+    from gpu_text.tokenizer.normalizer import canonical_rule_name
+    from gpu_text.tokenizer.pre_tokenizer import SPLIT_MODES
+
+    lines = lines or {}
+
+    def where(key: str) -> str:
+        return f"{source} line {lines[key]}" if key in lines else f"{source} ({key} not set: the default)"
+
+    table, counter, pre = model.pieces, model.counter, model.pretokenizer
+    problem = piece_problem(table.pieces, table.types, table.scores)
+    if problem is not None:
+        raise ModelFileError(f"{where(f'piece {problem[0]}')}: piece {problem[0]} {problem[1]}")
+    for name in ("unk_id", "bos_id", "eos_id", "pad_id"):
+        problem = special_id_problem(name, getattr(counter, name), table.pieces, table.types)
+        if problem is not None:
+            raise ModelFileError(f"{where(name)}: {problem}")
+    try:
+        canonical_rule_name(pre.name)
+    except ValueError as exc:
+        raise ModelFileError(f"{where('name')}: {exc}") from None
+    if not 0 <= pre.cut < len(SPLIT_MODES):
+        modes = ", ".join(f"{cut} {mode}" for cut, mode in enumerate(SPLIT_MODES))
+        raise ModelFileError(f"{where('cut')}: unknown pre-tokenizer cut={pre.cut} ({modes})")
+    if len(pre.space) != 1:
+        raise ModelFileError(f"{where('space')}: space={pre.space!r} is not one character")
 
 
 def read_model_file(path: str | os.PathLike) -> TokenizerModel:
@@ -372,10 +428,22 @@ def read_model_file(path: str | os.PathLike) -> TokenizerModel:
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "m.model"
-    >>> _ = path.write_text("[CounterSpec]\\nmethod=sentencepiece\\n[NormalizerSpec]\\nname=no\\n[Pieces]\\nsize=0\\n")
+    >>> _ = path.write_text("[CounterSpec]\\nmethod=sentencepiece\\nbos_id=-1\\neos_id=-1\\n[NormalizerSpec]\\n"
+    ...                     "name=no\\n[Pieces]\\nsize=1\\n0\\t<unk>\\t0\\t2\\t\\t\\n")
     >>> m = read_model_file(path)
     >>> m.counter.method, m.counter.vocab_size, len(m.pieces)
-    ('sentencepiece', 8000, 0)
+    ('sentencepiece', 8000, 1)
+    >>> _ = path.write_text("[CounterSpec]\\nbos_id=3\\n[PreTokenizerSpec]\\n[Pieces]\\nsize=1\\n0\\t<unk>\\t0\\t2\\t\\t\\n")
+    >>> read_model_file(path)
+    Traceback (most recent call last):
+    ...
+    gpu_text.tokenizer.model_file.ModelFileError: ...m.model line 2: bos_id=3 is not a piece id (the model has \
+1 pieces; -1 means none)
     """
     with open(path, "rb") as f:
         return parse_model(f.read(), os.fspath(path))
+
+
+__all__ = ["PIECE_TYPES", "CounterSpec", "ModelFileError", "PieceTable", "PreTokenizerSpec", "TokenizerModel",
+           "check_model", "escape_piece", "format_model", "parse_model", "read_model_file", "unescape_piece",
+           "write_model_file"]

@@ -1,15 +1,22 @@
 """The pre-tokenizer: cuts normalized text into pre-tokens that BPE never merges across.
 
 It runs after the Normalizer, so spaces are already the space symbol ``▁`` (U+2581). Three axes,
-as in the seed's PieceTokenizer, plus a SentencePiece-compatible whitespace split:
+as in the seed's PieceTokenizer, plus SentencePiece-compatible splits:
 
 - ``split="word"``: ``[^AHN]?A+ | H+ | N+ | S?[^AHNS]+ | S``; ``split="isolate"``:
   ``A+('A+)* | H+ | N+ | [^AHN]``; ``split="whitespace"``: ``S[^S]* | [^S]+`` (a pre-token starts
-  at every ``▁`` and nowhere else). A, H, N are the seed's letter, Han and digit classes
+  at every ``▁`` and nowhere else); ``split="none"``: the whole string is one pre-token (SentencePiece's
+  BPE merges over the whole normalized text, which matters when pieces hold ``▁`` inside, as
+  models trained with ``split_by_whitespace=false`` or ``treat_whitespace_as_suffix`` do). A, H, N are the seed's letter, Han and digit classes
   (:class:`gpu_text.utf8.CharClass`), S is the space symbol; tab and newline are punctuation.
 - ``digits="split"`` turns a digit run into single characters.
 - ``cn=None`` keeps Han runs whole, ``"char"`` cuts them per character, a dictionary (path or
   :class:`gpu_text.segment.Dictionary`) cuts them with DictCut's :class:`~gpu_text.segment.Segmenter`.
+
+User-defined symbols (``symbols``, a trie of the model's USER_DEFINED pieces) are found first, as
+SentencePiece does: scanning each string left to right, the longest symbol starting at a character
+is taken whole and the scan resumes after it. Each one becomes a pre-token of its own that carries
+its piece id; the text between them is split as above, each stretch on its own.
 
 Matching is leftmost-longest. The patterns are compiled once, here, into a DFA over six symbols
 (other, S, N, A, H, apostrophe); the kernels (``cuda/pre_tokenizer.cu`` and its Numba twin) run it.
@@ -30,14 +37,16 @@ from typing import Any
 
 import numpy as np
 
+from gpu_text.arrays import to_host
 from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch, as_text_batch
 from gpu_text.ragged import RaggedArray, row_ids
 from gpu_text.segment import Dictionary, Segmenter
 from gpu_text.specs import spec_mapping, spec_value
 from gpu_text.tokenizer.normalizer import SPACE_SYMBOL
+from gpu_text.trie import DoubleArrayTrie
 
-SPLIT_MODES = ("word", "isolate", "whitespace")  # a mode's index is the seed's PreTokenizerSpec.cut
+SPLIT_MODES = ("word", "isolate", "whitespace", "none")  # a mode's index is the seed's PreTokenizerSpec.cut
 DIGIT_MODES = ("keep", "split")
 
 # DFA input symbols; OTHER, DIGIT, ALPHA and HAN keep gpu_text.utf8.CharClass's numbers, SPACE is
@@ -89,6 +98,8 @@ def _pattern(split: str, digits: str, han_per_char: bool) -> tuple:
     if split == "isolate":
         return _alt(_seq(_plus(letters), _star(_seq(_sym(APOSTROPHE), _plus(letters)))), han_run, digit_run,
                     _not(ALPHA, HAN, DIGIT))
+    if split == "none":
+        return _plus(_not())
     if digits == "split":  # SentencePiece's split_digits: no piece mixes a digit with anything
         return _alt(_seq(_opt(space), _plus(_not(SPACE, DIGIT))), space, digit)
     return _alt(_seq(space, _star(_not(SPACE))), _plus(_not(SPACE)))
@@ -199,7 +210,8 @@ class PreTokenDFA:
 class PreTokens:
     """Pre-tokens of every string: byte offsets ``[start, end)`` within that string, in order.
 
-    The pre-tokens of a string cover all of its bytes (nothing is dropped).
+    The pre-tokens of a string cover all of its bytes (nothing is dropped). ``symbol_ids`` (when
+    user-defined symbols were given) is each pre-token's symbol id, -1 for ordinary text.
 
     >>> p = PreTokenizer().pre_tokenize(["ab▁c"], backend="cpu")
     >>> p.starts.to_pylist(), p.ends.to_pylist(), p.to_pylist()
@@ -209,6 +221,7 @@ class PreTokens:
     texts: TextBatch
     starts: RaggedArray
     ends: RaggedArray
+    symbol_ids: RaggedArray | None = None
 
     def to_pylist(self) -> list[list[str]]:
         """The pre-tokens as strings (malformed bytes shown as U+FFFD).
@@ -244,8 +257,10 @@ class PreTokenizer:
             raise ValueError(f"digits must be one of {DIGIT_MODES}, got {digits!r}")
         if len(space) != 1:
             raise ValueError(f"space must be one character, got {space!r}")
-        if split == "whitespace" and cn is not None:
-            raise ValueError("cn needs split='word' or 'isolate' (split='whitespace' keeps Han inside its pieces)")
+        if split in ("whitespace", "none") and cn is not None:
+            raise ValueError(f"cn needs split='word' or 'isolate' (split={split!r} keeps Han inside its pieces)")
+        if split == "none" and digits != "keep":
+            raise ValueError("split='none' keeps every string whole: it takes digits='keep'")
         self.split, self.digits, self.cn, self.space = split, digits, cn, space
         self.dfa = PreTokenDFA.compile(split, digits, cn == "char", space)
         self.segmenter = Segmenter(cn) if cn is not None and cn != "char" else None
@@ -253,26 +268,53 @@ class PreTokenizer:
     def __repr__(self) -> str:
         return f"PreTokenizer(split={self.split!r}, digits={self.digits!r}, cn={self.cn!r}, space={self.space!r})"
 
-    def pre_tokenize(self, texts: Any, backend: str | Backend | None = None) -> PreTokens:
-        """Pre-tokens of a batch (``TextBatch``, pyarrow strings, or a list of str/bytes).
+    def pre_tokenize(self, texts: Any, backend: str | Backend | None = None,
+                     symbols: DoubleArrayTrie | None = None) -> PreTokens:
+        """Pre-tokens of a batch (``TextBatch``, pyarrow strings, or a list of str/bytes);
+        ``symbols``: user-defined symbols (words → piece ids) that stand whole (module docstring).
 
         >>> PreTokenizer().pre_tokenize(["a▁▁b", ""], backend="cpu").to_pylist()
         [['a', '▁', '▁b'], []]
+        >>> p = PreTokenizer().pre_tokenize(["a<m>b"], "cpu", DoubleArrayTrie.build(["<m>"], [7]))
+        >>> p.to_pylist(), p.symbol_ids.to_pylist()
+        ([['a', '<m>', 'b']], [[-1, 7, -1]])
         """
         be = get_backend(backend)
         xp = be.xp
         batch = as_text_batch(texts).to_device(be.xp)
-        starts, first_symbols = be.op("pre_tokenizer", "pretokenize")(batch.data, batch.offsets, self.dfa)
+        match_starts = match_ends = match_ids = None
+        bounds = batch.offsets
+        if symbols is not None:
+            match_starts, match_ends, match_ids = symbol_matches(symbols, batch.data, batch.offsets, be)
+            if match_starts.size:  # the stretches between symbols (and the symbols) are split each on its own
+                bounds = xp.sort(xp.concatenate([batch.offsets, match_starts, match_ends]))
+            else:
+                match_starts = None
+        if self.split == "none":  # no kernel: one thread must not scan a whole string
+            starts = bounds[:-1][bounds[1:] > bounds[:-1]]
+        else:
+            starts, first_symbols = be.op("pre_tokenizer", "pretokenize")(batch.data, bounds, self.dfa)
+            if self.segmenter is not None:
+                starts = self._cut_han(be, batch.data, starts, first_symbols)
+        ids = None
+        if match_starts is not None:
+            # a symbol is one pre-token: drop the starts the split (or the Han cutter) put inside it
+            k = xp.searchsorted(match_starts, starts, side="right") - 1
+            at_match = xp.maximum(k, 0)
+            inside = (k >= 0) & (starts < match_ends[at_match])
+            first = inside & (starts == match_starts[at_match])
+            keep = ~inside | first
+            starts, ids = starts[keep], xp.where(first, match_ids[at_match], -1)[keep].astype(xp.int32)
         n_bytes = batch.data.size
-        if self.segmenter is not None:
-            starts = self._cut_han(be, batch.data, starts, first_symbols)
         ends = xp.empty_like(starts)
         ends[:-1] = starts[1:]
         ends[-1:] = n_bytes  # a string's last pre-token ends where the next non-empty string starts
         rows = xp.searchsorted(starts, batch.offsets).astype(xp.int64)
         base = batch.offsets[:-1][row_ids(rows)]
         return PreTokens(batch, RaggedArray(starts - base, rows, check=False),
-                         RaggedArray(ends - base, rows, check=False))
+                         RaggedArray(ends - base, rows, check=False),
+                         None if symbols is None else RaggedArray(
+                             ids if ids is not None else xp.full(starts.size, -1, xp.int32), rows, check=False))
 
     def _cut_han(self, be: Backend, data: Any, starts: Any, first_symbols: Any) -> Any:
         """Token starts with the dictionary's word boundaries added inside Han pre-tokens."""
@@ -326,6 +368,47 @@ class PreTokenizer:
                    cn, spec_value(spec, "space", str, "PreTokenizer"))
 
 
+def symbol_matches(symbols: DoubleArrayTrie, data: Any, offsets: Any, backend: str | Backend | None = None
+                   ) -> tuple[Any, Any, Any]:
+    """The user-defined symbols SentencePiece takes whole in the strings ``data[offsets[i]:offsets[i+1]]``:
+    scanning left to right, the longest symbol at a character, then on after it. Returns their
+    starts and ends (int64 positions in ``data``, ascending) and their values (int32).
+
+    Every match at every character comes from one batched trie search; only the choice among
+    overlapping matches is sequential, and it runs on the host over those matches alone.
+
+    >>> t = DoubleArrayTrie.build(["ab", "abc", "bcd", "d"], [0, 1, 2, 3])
+    >>> [a.tolist() for a in symbol_matches(t, np.frombuffer(b"abcdd", np.uint8), np.array([0, 5]), "cpu")]
+    [[0, 3, 4], [3, 4, 5], [1, 3, 3]]
+    """
+    be = get_backend(backend)
+    xp = be.xp
+    starts, ends, values, _ = symbols.prefix_search_spans(data, offsets[:-1], offsets[1:], be)
+    if starts.size == 0:
+        return starts, ends, values
+    # edges come ordered by start, then end: the last edge of each start is its longest match
+    last = xp.flatnonzero(xp.concatenate([starts[1:] != starts[:-1], xp.ones(1, bool)]))
+    starts, ends, values = starts[last], ends[last], values[last]
+    host_starts, host_ends = to_host(starts), to_host(ends)
+    covered = np.maximum.accumulate(host_ends)
+    # a match starting before an earlier match's end may lose to it; all others stand
+    contested = np.flatnonzero(host_starts[1:] < covered[:-1]) + 1
+    if contested.size == 0:
+        return starts, ends, values
+    keep = np.ones(host_starts.size, bool)
+    keep[contested] = False
+    uncontested = np.where(keep, np.arange(host_starts.size), 0)
+    last_free = np.maximum.accumulate(uncontested)  # the latest uncontested match at or before each
+    taken_end = -1
+    for i in contested.tolist():
+        # taken matches do not overlap, so the later of these two ends bounds every taken one
+        if host_starts[i] >= max(host_ends[last_free[i]], taken_end):
+            keep[i] = True
+            taken_end = int(host_ends[i])
+    chosen = be.asarray(np.flatnonzero(keep))
+    return starts[chosen], ends[chosen], values[chosen]
+
+
 def pre_tokenize_strings(texts: list[str], split: str = "word", digits: str = "keep",
                          cn: str | Path | Dictionary | None = None, space: str = SPACE_SYMBOL,
                          backend: str | Backend | None = None) -> list[list[str]]:
@@ -337,4 +420,4 @@ def pre_tokenize_strings(texts: list[str], split: str = "word", digits: str = "k
     return PreTokenizer(split, digits, cn, space).pre_tokenize_strings(texts, backend)
 
 
-__all__ = ["PreTokenDFA", "PreTokenizer", "PreTokens", "pre_tokenize_strings"]
+__all__ = ["PreTokenDFA", "PreTokenizer", "PreTokens", "pre_tokenize_strings", "symbol_matches"]

@@ -3,14 +3,40 @@
 Only the fields a BPE tokenizer needs are read (field numbers from sentencepiece_model.proto):
 
 - ``ModelProto``: 1 pieces (repeated ``SentencePiece``: 1 piece, 2 score, 3 type), 2 trainer_spec,
-  3 normalizer_spec; 5 denormalizer_spec and everything else is skipped.
-- ``TrainerSpec``: 3 model_type (1 UNIGRAM, 2 BPE, 3 WORD, 4 CHAR), 4 vocab_size, 35 byte_fallback,
-  40-43 unk/bos/eos/pad ids, 45-48 their pieces.
+  3 normalizer_spec, 5 denormalizer_spec; everything else is skipped.
+- ``TrainerSpec``: 3 model_type (1 UNIGRAM, 2 BPE, 3 WORD, 4 CHAR), 4 vocab_size,
+  22 split_by_whitespace, 24 treat_whitespace_as_suffix, 26 allow_whitespace_only_pieces,
+  31 user_defined_symbols, 35 byte_fallback, 40-43 unk/bos/eos/pad ids, 45-48 their pieces.
 - ``NormalizerSpec``: 1 name, 2 precompiled_charsmap, 3 add_dummy_prefix, 4 remove_extra_whitespaces,
   5 escape_whitespaces.
 
 Unset fields take the proto's defaults. The wire format is read by hand: a malformed or truncated
 file raises ``ValueError`` naming the byte offset and the field being read.
+
+The pieces are checked as SentencePiece's loader checks them (each error names the piece and its
+byte offset): non-empty, distinct, shorter than 8,000 bytes, one UNKNOWN piece, BYTE pieces named
+``<0x00>`` … ``<0xFF>`` and only with byte_fallback (then all 256); and, where SentencePiece is more
+lenient, finite scores (no merge order follows from NaN). A file that ends before its trainer_spec
+is reported as truncated. The special ids are found as SentencePiece finds
+them, from the pieces: the UNKNOWN piece, and the CONTROL piece named ``bos_piece`` (``eos_piece``,
+``pad_piece``) or none (-1); the trainer spec's ids 40-43 are ignored, as SentencePiece ignores them.
+
+Every option that changes how SentencePiece encodes a BPE model is honoured or the model is
+refused (:class:`SentencePieceModelError` naming the option), never loaded to encode differently:
+
+- honoured: the normalizer spec (rule, charsmap, the three whitespace flags), byte_fallback, the
+  piece types (CONTROL and UNKNOWN reached by id only; USER_DEFINED pieces, which are the
+  ``user_defined_symbols``, matched whole before the merges), and pieces holding ``▁`` inside
+  (``split_by_whitespace=false``, ``allow_whitespace_only_pieces``, ``treat_whitespace_as_suffix``
+  without a dummy prefix): the tokenizer then merges over the whole text, as SentencePiece does.
+- refused: ``treat_whitespace_as_suffix`` with ``add_dummy_prefix`` (a dummy space at the end of
+  every text), UNUSED pieces (which SentencePiece merges and then splits again), a
+  ``denormalizer_spec`` with a rule (decoding through a charsmap), and user-defined symbols that
+  the normalization rule would change (SentencePiece leaves them unnormalized).
+- training only, so nothing to do when encoding: split_by_unicode_script, split_by_number,
+  split_digits, max_sentencepiece_length, required_chars, control_symbols (their pieces are
+  CONTROL), character_coverage, vocab_size and the other trainer settings.
+- ``unk_surface`` concerns decoding: the decoder drops unknown pieces (PieceTokenizer's rule).
 """
 from __future__ import annotations
 
@@ -22,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from gpu_text.tokenizer.bpe import PieceType, piece_problem
 from gpu_text.tokenizer.normalizer import Normalizer, decode_precompiled_charsmap
 
 MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}
@@ -64,6 +91,11 @@ class SentencePieceModel:
     bos_piece: str = "<s>"
     eos_piece: str = "</s>"
     pad_piece: str = "<pad>"
+    split_by_whitespace: bool = True
+    treat_whitespace_as_suffix: bool = False
+    allow_whitespace_only_pieces: bool = False
+    user_defined_symbols: tuple[str, ...] = ()
+    denormalizer_rule: bool = False
 
     def normalizer(self) -> Normalizer:
         """The :class:`Normalizer` that normalizes as SentencePiece does with this model.
@@ -187,7 +219,9 @@ def _parse(buf: bytes) -> SentencePieceModel:
     pieces: list[str] = []
     scores: list[float] = []
     types: list[int] = []
+    piece_at: list[int] = []  # each piece's byte offset, for the checks' messages
     spec: dict[str, object] = {}
+    seen: set[str] = set()  # the ModelProto fields found
 
     def piece(span):
         entry = {"piece": None, "score": 0.0, "type": 1}
@@ -205,6 +239,7 @@ def _parse(buf: bytes) -> SentencePieceModel:
         pieces.append(entry["piece"])
         scores.append(entry["score"])
         types.append(entry["type"])
+        piece_at.append(span[0])
 
     def setter(key, convert):
         return lambda value: spec.__setitem__(key, convert(value))
@@ -212,10 +247,20 @@ def _parse(buf: bytes) -> SentencePieceModel:
     def trainer(span):
         ints = {4: "vocab_size", 40: "unk_id", 41: "bos_id", 42: "eos_id", 43: "pad_id"}
         strings = {45: "unk_piece", 46: "bos_piece", 47: "eos_piece", 48: "pad_piece"}
-        handlers = {3: (_VARINT, setter("model_type", _signed32)), 35: (_VARINT, setter("byte_fallback", bool))}
+        flags = {35: "byte_fallback", 22: "split_by_whitespace", 24: "treat_whitespace_as_suffix",
+                 26: "allow_whitespace_only_pieces"}
+        handlers = {3: (_VARINT, setter("model_type", _signed32)),
+                    31: (_LENGTH, lambda s: spec.__setitem__(
+                        "user_defined_symbols", (*spec.get("user_defined_symbols", ()), text(s))))}
+        handlers.update({n: (_VARINT, setter(k, bool)) for n, k in flags.items()})
         handlers.update({n: (_VARINT, setter(k, _signed32)) for n, k in ints.items()})
         handlers.update({n: (_LENGTH, setter(k, text)) for n, k in strings.items()})
         _message(buf, span, "ModelProto.trainer_spec", handlers)
+        seen.add("trainer_spec")
+
+    def denormalizer(span):
+        found = _normalizer_fields(buf, span, "ModelProto.denormalizer_spec")
+        spec["denormalizer_rule"] = bool(found["precompiled_charsmap"])
 
     def normalizer(span):
         found = _normalizer_fields(buf, span, "ModelProto.normalizer_spec")
@@ -223,9 +268,13 @@ def _parse(buf: bytes) -> SentencePieceModel:
         spec["normalizer_name"] = found.pop("name")
         spec.update(found)
 
-    _message(buf, (0, len(buf)), "ModelProto", {1: (_LENGTH, piece), 2: (_LENGTH, trainer), 3: (_LENGTH, normalizer)})
+    _message(buf, (0, len(buf)), "ModelProto", {1: (_LENGTH, piece), 2: (_LENGTH, trainer), 3: (_LENGTH, normalizer),
+                                                 5: (_LENGTH, denormalizer)})
     if not pieces:
         raise SentencePieceModelError("not a SentencePiece model: it has no pieces (ModelProto field 1)")
+    if "trainer_spec" not in seen:  # which is written right after the pieces: not guessed as the default UNIGRAM
+        raise SentencePieceModelError(f"malformed SentencePiece model at byte {len(buf)} (ModelProto): the file ends "
+                                      f"after {len(pieces)} pieces without a trainer_spec (field 2): truncated?")
     model_type = spec.pop("model_type", 1)
     name = MODEL_TYPES.get(model_type, str(model_type))
     if model_type != 2:
@@ -239,8 +288,69 @@ def _parse(buf: bytes) -> SentencePieceModel:
         except ValueError as exc:
             raise SentencePieceModelError(f"malformed SentencePiece model: the precompiled_charsmap at byte {at} "
                                           f"(ModelProto.normalizer_spec field 2) is bad: {exc}") from None
-    return SentencePieceModel(pieces, np.asarray(scores, np.float32), np.asarray(types, np.int8), model_type=name,
-                              charsmap_pairs=pairs, **spec)
+    model = SentencePieceModel(pieces, np.asarray(scores, np.float32), np.asarray(types, np.int8), model_type=name,
+                               charsmap_pairs=pairs, **spec)
+    _check_pieces(model, piece_at)
+    _refuse_unsupported(model)
+    return model
+
+
+def _check_pieces(model: SentencePieceModel, piece_at: list[int]) -> None:
+    """SentencePiece's loader's rules (and this package's, :func:`~gpu_text.tokenizer.bpe.piece_problem`),
+    each a :class:`SentencePieceModelError` naming the piece and its byte offset; then the special
+    ids are set as SentencePiece's ``unk_id()``, ``bos_id()``... find them: the UNKNOWN piece, and
+    the piece named ``bos_piece`` (``eos_piece``, ``pad_piece``) when it is a CONTROL piece, else
+    none (-1). The trainer spec's ids are ignored, as SentencePiece ignores them."""
+    def fail(index: int, why: str) -> SentencePieceModelError:
+        return SentencePieceModelError(f"malformed SentencePiece model at byte {piece_at[index]} "
+                                       f"(ModelProto.pieces[{index}]): piece {index} {why}")
+
+    raw = [piece.encode("utf-8", "surrogatepass") for piece in model.pieces]
+    problem = piece_problem(raw, model.types, model.scores)
+    if problem is not None:
+        raise fail(*problem)
+    unknown = np.flatnonzero(model.types == PieceType.UNKNOWN)
+    if unknown.size != 1:
+        if unknown.size:
+            raise fail(int(unknown[1]), f"is a second UNKNOWN piece (piece {int(unknown[0])} is one)")
+        raise SentencePieceModelError("malformed SentencePiece model: no piece has type UNKNOWN (the unknown piece)")
+    byte_pieces = np.flatnonzero(model.types == PieceType.BYTE)
+    if byte_pieces.size and not model.byte_fallback:
+        raise fail(int(byte_pieces[0]), f"{model.pieces[byte_pieces[0]]!r} is a BYTE piece, but the trainer spec "
+                                        "says byte_fallback=false")
+    if model.byte_fallback and byte_pieces.size != 256:
+        raise SentencePieceModelError(f"malformed SentencePiece model: byte_fallback=true needs the 256 BYTE pieces "
+                                      f"<0x00> ... <0xFF>; it has {byte_pieces.size}")
+    model.unk_id = int(unknown[0])
+    index = {piece: i for i, piece in enumerate(model.pieces)}
+    for name in ("bos", "eos", "pad"):
+        found = index.get(getattr(model, f"{name}_piece"), -1)
+        setattr(model, f"{name}_id", found if found >= 0 and model.types[found] == PieceType.CONTROL else -1)
+
+
+def _refuse_unsupported(model: SentencePieceModel) -> None:
+    """Raises for an option this importer would otherwise silently encode differently (module docstring)."""
+    def refuse(what: str) -> SentencePieceModelError:
+        return SentencePieceModelError(f"unsupported SentencePiece option: {what}; this model would encode "
+                                       "differently here, so it is not imported")
+
+    if model.treat_whitespace_as_suffix and model.add_dummy_prefix:
+        raise refuse("treat_whitespace_as_suffix=true with add_dummy_prefix=true (a dummy space at the end of "
+                     "every text)")
+    unused = np.flatnonzero(model.types == 5)
+    if unused.size:
+        raise refuse(f"piece {int(unused[0])} {model.pieces[unused[0]]!r} has type UNUSED (SentencePiece merges "
+                     "through it and splits it again)")
+    if model.denormalizer_rule:
+        raise refuse("denormalizer_spec with a precompiled_charsmap (decoding through a normalization rule)")
+    user = [model.pieces[i] for i in np.flatnonzero(model.types == 4)]
+    if user:
+        plain = Normalizer(model.normalizer_name or "no", charsmap_pairs=model.charsmap_pairs, add_dummy_prefix=False,
+                           remove_extra_whitespaces=False, escape_whitespaces=model.escape_whitespaces)
+        changed = [(a, b) for a, b in zip(user, plain.normalize_strings(user, backend="cpu")) if a != b]
+        if changed:
+            raise refuse(f"user_defined_symbols entry {changed[0][0]!r} is changed by the normalization rule (to "
+                         f"{changed[0][1]!r}), but SentencePiece matches it unnormalized")
 
 
 def parse_sentencepiece_model(data: bytes) -> SentencePieceModel:

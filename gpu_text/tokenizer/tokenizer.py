@@ -3,6 +3,10 @@
 Every stage runs batched on the chosen backend (kernels on a GPU, Numba on the CPU). Token byte
 spans are reported in the ORIGINAL text: the normalizer's alignment maps each normalized byte
 back to the original byte it came from.
+
+The model's USER_DEFINED pieces (SentencePiece's ``user_defined_symbols``, a trainer's
+``extra_tokens``) are matched whole in the normalized text before pre-tokenization, as
+SentencePiece does: each occurrence is one id, and merges run between them, never across.
 """
 from __future__ import annotations
 
@@ -11,16 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from gpu_text.backend import Backend, get_backend, is_device_out_of_memory
 from gpu_text.batch import TextBatch, as_text_batch
 from gpu_text.ragged import RaggedArray, row_ids
 from gpu_text.specs import spec_mapping, spec_value
-from gpu_text.tokenizer.bpe import BPEModel
+from gpu_text.tokenizer.bpe import BPEModel, EncodedPreTokens, PieceType
 from gpu_text.tokenizer.decoder import Decoder
 from gpu_text.tokenizer.normalizer import SPACE_SYMBOL, Normalizer
 from gpu_text.tokenizer.pre_tokenizer import SPLIT_MODES, PreTokenizer
 from gpu_text.tokenizer.tokenizer_file import FORMAT, TokenizerFileError, model_file_kind, read_tokenizer_file, \
     write_tokenizer_file
+from gpu_text.trie import DoubleArrayTrie
 
 _SPECIALS = ("bos_id", "eos_id", "pad_id")
 
@@ -54,11 +61,16 @@ class Tokenizer:
         self.model = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
+        # special ids: -1 or a CONTROL piece (issue 11 item 8), so no id outside the vocabulary is ever written
+        model.check_special_ids(bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
         self.bos_id, self.eos_id, self.pad_id = bos_id, eos_id, pad_id
         if decoder is None:
             decoder = Decoder(model.piece_bytes, model.types, space=getattr(normalizer, "space", SPACE_SYMBOL),
                               strip_leading_space=bool(getattr(normalizer, "add_dummy_prefix", False)))
         self.decoder = decoder
+        user = [i for i in np.flatnonzero(model.types == PieceType.USER_DEFINED).tolist() if model.piece_bytes[i]]
+        words = {model.piece_bytes[i]: i for i in reversed(user)}  # a repeated piece: its first id
+        self.user_symbols = DoubleArrayTrie.build(list(words), list(words.values())) if words else None
 
     # ------------------------------------------------------------------------------- vocabulary
     def __len__(self) -> int:
@@ -108,14 +120,38 @@ class Tokenizer:
         """Each stage over the whole batch (the GPU's way: one kernel per stage)."""
         normalized = self.normalizer.normalize(batch, be, with_alignment=with_offsets)
         text = normalized.text
-        pre = self.pre_tokenizer.pre_tokenize(text, be)
+        pre = self.pre_tokenizer.pre_tokenize(text, be, self.user_symbols)
         base = text.offsets[:-1][row_ids(pre.starts.offsets)]
-        encoded = self.model.encode_pre_tokens(text.data, pre.starts.values + base, pre.ends.values + base, be)
+        starts, ends = pre.starts.values + base, pre.ends.values + base
+        if pre.symbol_ids is None:
+            encoded = self.model.encode_pre_tokens(text.data, starts, ends, be)
+        else:
+            encoded = self._encode_around_symbols(text.data, starts, ends, pre.symbol_ids.values, be)
         row_offsets = encoded.offsets[pre.starts.offsets]
         ids = RaggedArray(encoded.ids, row_offsets, check=False)
         if not with_offsets:
             return ids, None, None
         return ids, *self._original_spans(text, normalized.alignment, encoded, row_offsets, be.xp)
+
+    def _encode_around_symbols(self, data: Any, starts: Any, ends: Any, symbol_ids: Any, be: Backend
+                               ) -> EncodedPreTokens:
+        """BPE over the ordinary pre-tokens; each symbol pre-token (``symbol_ids >= 0``) is its one id."""
+        xp = be.xp
+        plain = xp.flatnonzero(symbol_ids < 0)
+        merged = self.model.encode_pre_tokens(data, starts[plain], ends[plain], be)
+        counts = xp.ones(starts.size, xp.int64)
+        counts[plain] = merged.offsets[1:] - merged.offsets[:-1]
+        offsets = xp.zeros(starts.size + 1, xp.int64)
+        xp.cumsum(counts, out=offsets[1:])
+        # where each merged id goes: its pre-token's new first slot plus its rank within the pre-token
+        rows = row_ids(merged.offsets)
+        slots = offsets[:-1][plain[rows]] + xp.arange(merged.ids.size, dtype=xp.int64) - merged.offsets[:-1][rows]
+        ids, id_starts, id_ends = (xp.empty(int(offsets[-1]), dt) for dt in (xp.int32, xp.int64, xp.int64))
+        ids[slots], id_starts[slots], id_ends[slots] = merged.ids, merged.starts, merged.ends
+        symbols = xp.flatnonzero(symbol_ids >= 0)
+        at = offsets[:-1][symbols]
+        ids[at], id_starts[at], id_ends[at] = symbol_ids[symbols], starts[symbols], ends[symbols]
+        return EncodedPreTokens(ids, id_starts, id_ends, offsets)
 
     def _encode_stages_fitting(self, batch: TextBatch, be: Backend, with_offsets: bool
                                ) -> tuple[RaggedArray, RaggedArray | None, RaggedArray | None]:
@@ -142,9 +178,11 @@ class Tokenizer:
         """All stages row by row while the row is in cache (the CPU's way; the same ids)."""
         charsmap, symbol, collapse, dummy = self.normalizer.kernel_arguments(be)
         model = self.model
+        symbols = None if self.user_symbols is None else self.user_symbols.arrays(be)
         ids, offsets, starts, ends = be.op("tokenizer", "encode_text")(
             batch.data, batch.offsets, charsmap, symbol, collapse, dummy, self.normalizer.growth,
-            self.pre_tokenizer.dfa, model.scores, model.byte_ids, model.unk_id, model.merge_tables, with_offsets)
+            self.pre_tokenizer.dfa, model.scores, model.byte_ids, model.unk_id, model.merge_tables, with_offsets,
+            symbols)
         if not with_offsets:
             return RaggedArray(ids, offsets, check=False), None, None
         return tuple(RaggedArray(a, offsets, check=False) for a in (ids, starts, ends))
@@ -253,7 +291,12 @@ class Tokenizer:
 
         sp = load_sentencepiece_model(path)
         model = BPEModel(sp.pieces, sp.scores, sp.types, unk_id=sp.unk_id, byte_fallback=sp.byte_fallback)
-        return cls(model, sp.normalizer(), PreTokenizer(split="whitespace"), sp.bos_id, sp.eos_id, sp.pad_id)
+        normalizer = sp.normalizer()
+        # SentencePiece merges over the whole text; cutting at each space symbol first gives the
+        # same ids (and parallel work) unless a piece that merges holds the symbol after its start
+        inner = any(SPACE_SYMBOL in piece[1:] for piece, kind in zip(sp.pieces, sp.types) if kind == PieceType.NORMAL)
+        split = "whitespace" if sp.escape_whitespaces and not inner else "none"
+        return cls(model, normalizer, PreTokenizer(split=split), sp.bos_id, sp.eos_id, sp.pad_id)
 
     @classmethod
     def from_model_file(cls, path: str | Path, cn: Any = None) -> "Tokenizer":
@@ -342,11 +385,11 @@ class Tokenizer:
         """Every stage's configuration as plain JSON values (the layout is in
         :mod:`gpu_text.tokenizer.tokenizer_file`).
 
-        >>> tok = Tokenizer(BPEModel(["<unk>", "a"], [0.0, 0.0], [2, 1]), Normalizer(), PreTokenizer(), pad_id=0)
-        >>> spec = tok.to_dict()
+        >>> model = BPEModel(["<unk>", "<pad>", "a"], [0.0, 0.0, 0.0], [2, 3, 1])
+        >>> spec = Tokenizer(model, Normalizer(), PreTokenizer(), pad_id=1).to_dict()
         >>> list(spec), spec["special_tokens"]
         (['format', 'normalizer', 'pre_tokenizer', 'model', 'decoder', 'special_tokens'], \
-{'bos_id': -1, 'eos_id': -1, 'pad_id': 0})
+{'bos_id': -1, 'eos_id': -1, 'pad_id': 1})
         """
         return {"format": FORMAT, "normalizer": self.normalizer.to_dict(),
                 "pre_tokenizer": self.pre_tokenizer.to_dict(), "model": self.model.to_dict(), "decoder": self.decoder.to_dict(),

@@ -62,7 +62,8 @@ Expecting value: line 1 column 45 (char 44)
     with open(path, "rb") as f:
         raw = f.read()
     try:
-        spec = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        # a byte order mark (an editor's) is no JSON; model_file_kind skips it too
+        spec = json.loads(raw.decode("utf-8").removeprefix("\ufeff"), parse_constant=_reject_constant)
     except UnicodeDecodeError as exc:
         raise TokenizerFileError(f"{name}: not UTF-8 text (byte {exc.start}): not a tokenizer file") from None
     except ValueError as exc:  # json.JSONDecodeError, or a NaN / Infinity

@@ -56,6 +56,8 @@ def match_lengths(kinds: list[str], at: int, split: str, digits: str, han_per_ch
         while n and at + n < len(kinds) and kinds[at + n] == APOSTROPHE and run(kinds, at + n + 1, letter):
             n += 1 + run(kinds, at + n + 1, letter)
         return [n, han, digit, 1 if here in punct else 0]
+    if split == "none":
+        return [len(kinds) - at]
     if digits == "split":
         space_prefix = 1 if here == SPACE else 0
         rest = run(kinds, at + space_prefix, everything - {SPACE, DIGIT})

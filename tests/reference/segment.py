@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -10,8 +11,31 @@ from tests.reference.utf8 import char_class, decode_string
 SPACE, DIGIT, ALPHA, HAN, OTHER = 1, 2, 3, 4, 0
 
 
-def tokens_of(raw: bytes) -> list[tuple[int, int, bool]]:
+JIEBA_BLOCK = re.compile("[\u4E00-\u9FD5a-zA-Z0-9+#&._%-]")  # jieba's re_han_default, one character
+
+
+def jieba_tokens_of(raw: bytes) -> list[tuple[int, int, bool]]:
+    """jieba's split: block runs (to the lattice), str.isspace characters dropped, others alone."""
+    chars = decode_string(raw)
+    ends = [at for _, at in chars[1:]] + [len(raw)]
+    tokens: list[list] = []
+    previous_block = False
+    for (cp, at), end in zip(chars, ends):
+        block = bool(JIEBA_BLOCK.match(chr(cp)))
+        if chr(cp).isspace():
+            pass
+        elif block and previous_block:
+            tokens[-1][1] = end
+        else:
+            tokens.append([at, end, block])
+        previous_block = block and not chr(cp).isspace()
+    return [tuple(t) for t in tokens]
+
+
+def tokens_of(raw: bytes, jieba: bool = False) -> list[tuple[int, int, bool]]:
     """(start, end, is_han) of every token of one string, byte offsets within it."""
+    if jieba:
+        return jieba_tokens_of(raw)
     chars = [(cp, at, char_class(cp)) for cp, at in decode_string(raw)]
     ends = [at for _, at, _ in chars[1:]] + [len(raw)]
     tokens: list[list] = []
@@ -30,12 +54,12 @@ def tokens_of(raw: bytes) -> list[tuple[int, int, bool]]:
     return [tuple(t) for t in tokens]
 
 
-def presplit(data: np.ndarray, offsets: np.ndarray):
+def presplit(data: np.ndarray, offsets: np.ndarray, jieba_mode: bool = False):
     raw = bytes(data)
     starts, ends, han, rows = [], [], [], [0]
     for s in range(len(offsets) - 1):
         base = int(offsets[s])
-        for a, b, is_han in tokens_of(raw[base:int(offsets[s + 1])]):
+        for a, b, is_han in tokens_of(raw[base:int(offsets[s + 1])], bool(jieba_mode)):
             starts.append(base + a)
             ends.append(base + b)
             han.append(int(is_han))

@@ -1,0 +1,237 @@
+"""Numba twins of ``cuda/word2vec.cu``: subsampling and one epoch of CBOW / skip-gram training.
+
+The epoch's positions are cut into units of ``unit_words`` consecutive positions and ``prange``
+runs the units in parallel (static scheduling: each thread gets an equal run of units), updating
+``syn0``/``syn1``/``syn1neg`` in place without locks (Hogwild, as word2vec.c's threads and
+gensim's workers do). With one unit covering the whole epoch the run is sequential and
+bit-for-bit reproducible on this backend. The operations are the CUDA kernel's, in the same order,
+except the dot products: their sums are vectorised (reassociated into LLVM's vector accumulators,
+multiply-adds fused) where a warp sums 32 lane partials with an xor butterfly, so the twins agree
+to float32 rounding, not bit for bit.
+
+Speed: every array is a borrowed view (``cpu_fallback/borrow.py``), so the rows the inlined
+per-word helpers take are views without reference counts, and nothing is allocated per word.
+
+>>> ids = np.array([0, 1, 0, 1], np.int32)
+>>> keep = subsample(ids, np.array([0xFFFFFFFF, 0], np.uint32), 7)
+>>> keep.tolist()
+[1, 0, 1, 0]
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .borrow import borrow
+from .jit import JIT
+
+MAX_EXP = np.float32(6.0)
+M1 = np.uint64(0x9E3779B97F4A7C15)
+M2 = np.uint64(0xBF58476D1CE4E5B9)
+M3 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(inline="always", **JIT)
+def _mix(z):
+    z = z + M1
+    z = (z ^ (z >> np.uint64(30))) * M2
+    z = (z ^ (z >> np.uint64(27))) * M3
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(inline="always", **JIT)
+def _draw(key, position, sub):
+    return _mix(_mix(key ^ np.uint64(position)) ^ np.uint64(sub))
+
+
+@njit(parallel=True, **JIT)
+def _subsample(ids, sample_int, key):
+    keep = np.empty(ids.size, np.uint8)
+    for i in prange(ids.size):
+        keep[i] = 1 if np.uint64(sample_int[ids[i]]) >= (_draw(key, i, 0) >> np.uint64(32)) else 0
+    return keep
+
+
+def subsample(ids, sample_int, key):
+    """uint8 keep flag of every position (gensim's ``sample_int >= random32``)."""
+    return _subsample(ids, sample_int, np.uint64(key))
+
+
+# Only the dot product may be reassociated (its sum vectorised with several accumulators) and
+# contracted into fused multiply-adds; every other operation keeps IEEE order. Not inlined at
+# Numba's level, where the caller's flags would replace these, but by LLVM, which keeps them.
+@njit(fastmath={"reassoc", "contract"}, **JIT)
+def _dot(a, b, dim):
+    """<a[:dim], b[:dim]> in float32."""
+    acc = np.float32(0.0)
+    for d in range(dim):
+        acc += a[d] * b[d]
+    return acc
+
+
+@njit(inline="always", **JIT)
+def _axpy(g, x, y, dim):
+    """y[:dim] += g * x[:dim]."""
+    for d in range(dim):
+        y[d] += g * x[d]
+
+
+@njit(inline="always", **JIT)
+def _sigmoid(f):
+    return np.float32(1.0) / (np.float32(1.0) + np.float32(math.exp(-f)))
+
+
+@njit(inline="always", **JIT)
+def _lower_bound(cum, r):
+    """First index whose cumulative weight is >= r (bisect_left), without a branch per halving: a
+    conditional move instead, as the target is random and a branch on it mispredicts half the time."""
+    base, n = 0, cum.size
+    while n > 1:
+        half = n >> 1
+        base = base + half if np.uint64(cum[base + half - 1]) < r else base
+        n -= half
+    return base + (1 if np.uint64(cum[base]) < r else 0)
+
+
+@njit(inline="always", **JIT)
+def _step(inp, out, neu1e, dim, label, alpha, compute_loss):
+    """One output unit ``out`` (a row of syn1 / syn1neg) against the input ``inp``; returns its loss."""
+    f = _dot(inp, out, dim)
+    if f <= -MAX_EXP or f >= MAX_EXP:
+        return 0.0
+    g = (label - _sigmoid(f)) * alpha
+    _axpy(g, out, neu1e, dim)
+    _axpy(g, inp, out, dim)
+    if not compute_loss:
+        return 0.0
+    return -math.log(np.float64(_sigmoid(f if label > np.float32(0.5) else -f)))
+
+
+@njit(inline="always", **JIT)
+def _outputs(inp, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, hs, negative, dim, alpha, key,
+             i, pair, compute_loss):
+    loss = 0.0
+    if hs:
+        for k in range(code_offsets[word], code_offsets[word + 1]):
+            loss += _step(inp, syn1[points[k]], neu1e, dim, np.float32(1.0) - np.float32(codes[k]), alpha,
+                          compute_loss)
+    if negative > 0:
+        total = np.uint64(cum_table[cum_table.size - 1])
+        for d in range(negative + 1):
+            target = word
+            if d > 0:
+                r = (_draw(key, i, 2 + pair * (negative + 1) + d) >> np.uint64(16)) % total
+                target = _lower_bound(cum_table, r)
+                if target == word:
+                    continue
+            label = np.float32(1.0) if d == 0 else np.float32(0.0)
+            loss += _step(inp, syn1neg[target], neu1e, dim, label, alpha, compute_loss)
+    return loss
+
+
+@njit(**JIT)
+def _train_unit(u, ids_owner, row_offsets_owner, syn0_owner, syn1_owner, syn1neg_owner, codes_owner, points_owner,
+                code_offsets_owner, cum_owner, sg, hs, negative, window, cbow_mean, alpha_start, alpha_end, key,
+                unit_words, compute_loss):
+    # borrowed views (see cpu_fallback.borrow): the owners are arguments, alive to the end, and the
+    # rows taken per word below are views without a reference count
+    ids, row_offsets = borrow(ids_owner), borrow(row_offsets_owner)
+    syn0, syn1, syn1neg = borrow(syn0_owner), borrow(syn1_owner), borrow(syn1neg_owner)
+    codes, points = borrow(codes_owner), borrow(points_owner)
+    code_offsets, cum_table = borrow(code_offsets_owner), borrow(cum_owner)
+    dim = syn0.shape[1]
+    scratch_owner = np.empty((2, dim), np.float32)
+    scratch = borrow(scratch_owner)
+    neu1, neu1e = scratch[0], scratch[1]
+    n_words = ids.size
+    first = u * unit_words
+    last = min(first + unit_words, n_words)
+    row = np.searchsorted(row_offsets, first, side="right") - 1
+    total = 0.0
+    for i in range(first, last):
+        while row_offsets[row + 1] <= i:
+            row += 1
+        start, end = row_offsets[row], row_offsets[row + 1]
+        word = ids[i]
+        alpha = np.float32(alpha_start + (alpha_end - alpha_start) * (np.float64(i) / np.float64(n_words)))
+        b = np.int64((_draw(key, i, 1) >> np.uint64(32)) % np.uint64(window))
+        lo = max(i - window + b, start)
+        hi = min(i + window + 1 - b, end)
+        if sg:
+            for j in range(lo, hi):
+                if j == i:
+                    continue
+                inp = syn0[ids[j]]
+                for d in range(dim):
+                    neu1e[d] = np.float32(0.0)
+                total += _outputs(inp, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, hs,
+                                  negative, dim, alpha, key, i, j - i + window, compute_loss)
+                _axpy(np.float32(1.0), neu1e, inp, dim)
+            continue
+        for d in range(dim):
+            neu1[d] = np.float32(0.0)
+        count = 0
+        for j in range(lo, hi):
+            if j != i:
+                _axpy(np.float32(1.0), syn0[ids[j]], neu1, dim)
+                count += 1
+        if count == 0:
+            continue
+        inv_count = np.float32(1.0) / np.float32(count)
+        if cbow_mean:
+            for d in range(dim):
+                neu1[d] *= inv_count
+        for d in range(dim):
+            neu1e[d] = np.float32(0.0)
+        total += _outputs(neu1, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, hs, negative,
+                          dim, alpha, key, i, 0, compute_loss)
+        if not cbow_mean:
+            for d in range(dim):
+                neu1e[d] *= inv_count
+        for j in range(lo, hi):
+            if j != i:
+                _axpy(np.float32(1.0), neu1e, syn0[ids[j]], dim)
+    return total
+
+
+@njit(parallel=True, **JIT)
+def _train(ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offsets, cum_table, sg, hs, negative, window,
+           cbow_mean, alpha_start, alpha_end, key, unit_words, compute_loss):
+    n_units = (ids.size + unit_words - 1) // unit_words
+    loss = np.zeros(n_units)
+    for u in prange(n_units):
+        loss[u] = _train_unit(u, ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offsets, cum_table, sg,
+                              hs, negative, window, cbow_mean, alpha_start, alpha_end, key, unit_words, compute_loss)
+    return loss
+
+
+def train_epoch(ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offsets, cum_table, sg, hs, negative,
+                window, cbow_mean, alpha_start, alpha_end, key, unit_words, compute_loss):
+    """Trains one epoch in place (Hogwild); returns the loss of every unit of ``unit_words`` positions.
+
+    >>> syn0 = np.full((2, 4), 0.1, np.float32); syn1 = np.zeros((1, 4), np.float32)
+    >>> tree = (np.array([0, 1], np.uint8), np.array([0, 0], np.int32), np.array([0, 1, 2]))
+    >>> loss = train_epoch(np.array([0, 1], np.int32), np.array([0, 2]), syn0, syn1, syn1, *tree,
+    ...                    np.ones(1, np.uint32), 0, 1, 0, 1, 1, 0.5, 0.5, 3, 10, 1)
+    >>> loss.round(4).tolist(), bool(syn1.any())
+    ([1.3913], True)
+    """
+    c = np.ascontiguousarray  # borrowed views need C order
+    for weights in (syn0, syn1, syn1neg):  # trained in place: a copy would lose the updates
+        if not weights.flags.c_contiguous or weights.dtype != np.float32:
+            raise ValueError("word2vec weights must be C-contiguous float32 matrices")
+    return _train(c(ids), c(row_offsets), syn0, syn1, syn1neg, c(codes), c(points), c(code_offsets), c(cum_table),
+                  np.int64(sg), np.int64(hs), np.int64(negative), np.int64(window), np.int64(cbow_mean),
+                  np.float64(alpha_start), np.float64(alpha_end), np.uint64(key), np.int64(unit_words),
+                  np.int64(compute_loss))
+
+
+def unit_words(batch_words):
+    """Positions per unit of parallel work: gensim's ``batch_words`` (a job of a worker thread).
+
+    >>> unit_words(10000)
+    10000
+    """
+    return batch_words
