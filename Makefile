@@ -20,7 +20,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/python -m gpu_text.demo
 
+# the caches are filled once first, so the two test workers and the CLI subprocesses do not all compile at once
 test: $(STAMP)
+	$(VENV)/bin/python -m tests.warm_caches
 	$(VENV)/bin/python -m pytest -n 2 --durations=10
 
 bench: $(STAMP)

@@ -9,8 +9,20 @@ dim 100, window 5, min_count 5, sample 1e-3, 5 epochs) and SG-NS (negative 5, hs
 epochs / training seconds, and including the vocabulary pass), WS-353 and SimLex-999 Spearman,
 Google analogy accuracy (restrict_vocab 300000, gensim's rules).
 
+Chinese (``--chinese``): Sogou news (``zh-sogou-news``, an article per line) and People's Daily
+January 1998 (``zh-people-daily-199801``, its word spaces removed to give raw text), segmented once
+by the project's segmenter with jieba's dictionary (``compat="jieba"``: jieba's ``HMM=False``
+words) into a file of space-separated words that both read, so both train on the same tokens.
+There being no Chinese similarity or analogy set here, the measure is nearest-neighbour overlap:
+for the 1,000 most frequent words with a Han character, the share of their 10 nearest neighbours
+(cosine, whole vocabulary) that two models have in common, averaged; ours against gensim (every
+seed pair) set beside gensim against gensim with another seed (the yardstick: how much two equally
+good models differ) and ours against ours. The on-the-fly path (``Word2Vec(segment=...)`` on the raw
+text) is timed once for its vocabulary pass, which includes the segmentation.
+
 ``python -m benchmarks word2vec`` (``--quick``: one seed, a fifth of the corpus, 2 epochs);
-``python -m benchmarks.word2vec --seeds 1 2 3 --backend cpu`` prints the table directly.
+``python -m benchmarks.word2vec --seeds 1 2 3 --backend cpu`` prints the table directly;
+``python -m benchmarks.word2vec --chinese --seeds 1 2 --zh-fraction 0.3`` the Chinese comparison.
 """
 from __future__ import annotations
 
@@ -18,6 +30,7 @@ import argparse
 import os
 import re
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -57,7 +70,8 @@ def _spearman(wv: Any, path: Path) -> float:
     return float(value[0] if isinstance(value, tuple) else getattr(value, "statistic", value))
 
 
-def run_gensim(path: Path, settings: dict, seed: int, epochs: int, threads: int) -> dict[str, Any]:
+def run_gensim(path: Path, settings: dict, seed: int, epochs: int, threads: int, scores: bool = True) -> Any:
+    """gensim's run: its row (with the English scores), or with ``scores=False`` (row, keys, vectors)."""
     from gensim.models import Word2Vec as GensimWord2Vec
     from gensim.models.word2vec import LineSentence
 
@@ -67,11 +81,15 @@ def run_gensim(path: Path, settings: dict, seed: int, epochs: int, threads: int)
     vocab_s = time.perf_counter() - tick
     tick = time.perf_counter()
     model.train(LineSentence(str(path)), total_examples=model.corpus_count, epochs=epochs)
-    return {"vocab_s": vocab_s, "train_s": time.perf_counter() - tick, "vocab": len(model.wv),
-            **_scores(model.wv)}
+    row = {"vocab_s": vocab_s, "train_s": time.perf_counter() - tick, "vocab": len(model.wv)}
+    if not scores:
+        return row, list(model.wv.index_to_key), model.wv.vectors
+    return {**row, **_scores(model.wv)}
 
 
-def run_gpu_text(path: Path, settings: dict, seed: int, epochs: int, threads: int, backend: str) -> dict[str, Any]:
+def run_gpu_text(path: Path, settings: dict, seed: int, epochs: int, threads: int, backend: str,
+                 scores: bool = True) -> Any:
+    """gpu_text's run, as :func:`run_gensim`."""
     import numba
 
     from gpu_text.word2vec import Word2Vec
@@ -81,8 +99,10 @@ def run_gpu_text(path: Path, settings: dict, seed: int, epochs: int, threads: in
     tick = time.perf_counter()
     model.fit(str(path))
     total = time.perf_counter() - tick
-    return {"vocab_s": model.vocab_seconds_, "train_s": total - model.vocab_seconds_, "vocab": len(model.wv_),
-            **_scores(model.wv_)}
+    row = {"vocab_s": model.vocab_seconds_, "train_s": total - model.vocab_seconds_, "vocab": len(model.wv_)}
+    if not scores:
+        return row, list(model.wv_.index_to_key), model.wv_.vectors
+    return {**row, **_scores(model.wv_)}
 
 
 def _scores(wv: Any) -> dict[str, float]:
@@ -106,6 +126,7 @@ def compare(seeds: list[int], epochs: int, fraction: float, threads: int, backen
                                   words_per_s=tokens * epochs / result["train_s"],
                                   words_per_s_with_vocab=tokens * epochs / (result["train_s"] + result["vocab_s"]))
                     rows.append(result)
+                    print(result, file=sys.stderr, flush=True)  # a long run shows its progress
     return rows
 
 
@@ -150,6 +171,129 @@ def run(config: Config) -> list[Measurement]:
     return out
 
 
+HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+ZH_SOURCES = ("zh-sogou-news", "zh-people-daily-199801")
+
+
+def prepare_chinese(folder: Path, fraction: float = 1.0) -> tuple[Path, Path, int]:
+    """Writes the raw text (a document per line) and its words (space-separated, a line per
+    document) under ``folder``; returns (raw path, words path, number of words)."""
+    import jieba
+
+    from gpu_text.documents import read_documents
+    from gpu_text.segment import Segmenter, load_dictionary
+
+    sources = sorted((DATA / ZH_SOURCES[0]).glob("C*.txt")) + [DATA / ZH_SOURCES[1] / "199801_segmented_words.txt"]
+    if not all(p.is_file() for p in sources):
+        raise ImportError(f"needs the Chinese corpora under {DATA}")
+    raw, words = folder / "zh-raw.txt", folder / "zh-words.txt"
+    with open(raw, "w", encoding="utf-8") as sink:
+        for source in sources:
+            lines = [line.replace(" ", "") for line in source.read_text(encoding="utf-8").split("\n")]
+            lines = [line for line in lines[:int(len(lines) * fraction)] if line.strip()]
+            sink.write("".join(line + "\n" for line in lines))
+    segmenter = Segmenter(load_dictionary(jieba.get_dict_file().name), compat="jieba")
+    tokens = 0
+    with open(words, "w", encoding="utf-8") as sink:
+        for batch in read_documents([raw]):
+            for line in segmenter.segment(batch, backend="cpu").words():
+                sink.write(" ".join(line) + "\n")
+                tokens += len(line)
+    return raw, words, tokens
+
+
+def neighbours(keys: list[str], vectors: Any, queries: list[str], topn: int = 10) -> dict[str, set[str]]:
+    """The ``topn`` nearest keys (cosine, the query itself left out) of every query."""
+    import numpy as np
+
+    from gpu_text.arrays import to_host
+
+    unit = np.asarray(to_host(vectors), np.float32)
+    unit = unit / np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+    index = {k: i for i, k in enumerate(keys)}
+    rows = np.array([index[q] for q in queries])
+    sims = unit[rows] @ unit.T
+    sims[np.arange(rows.size), rows] = -np.inf
+    top = np.argpartition(-sims, topn, axis=1)[:, :topn]
+    return {q: {keys[j] for j in top[i]} for i, q in enumerate(queries)}
+
+
+def overlap(a: dict[str, set[str]], b: dict[str, set[str]]) -> float:
+    """Mean share of common neighbours."""
+    return statistics.mean(len(a[q] & b[q]) / len(a[q]) for q in a)
+
+
+def compare_chinese(seeds: list[int], epochs: int, fraction: float, threads: int, backend: str,
+                    n_queries: int = 1000) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """(timing rows, overlap rows, the on-the-fly segmentation run) on the Chinese corpus."""
+    import numba
+
+    from gpu_text.segment import Segmenter, load_dictionary
+    from gpu_text.word2vec.vocabulary import build_vocabulary
+
+    rows, overlaps = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        tick = time.perf_counter()
+        raw, path, tokens = prepare_chinese(Path(tmp), fraction)
+        prepare_s = time.perf_counter() - tick
+        import jieba
+
+        numba.set_num_threads(threads)
+        tick = time.perf_counter()
+        segmenter = Segmenter(load_dictionary(jieba.get_dict_file().name), compat="jieba")
+        dictionary_s = time.perf_counter() - tick
+        tick = time.perf_counter()
+        vocab_raw, _ = build_vocabulary(str(raw), COMMON["min_count"], segment=segmenter, backend=backend)
+        on_the_fly = {"dictionary_s": dictionary_s, "vocab_with_segmentation_s": time.perf_counter() - tick,
+                      "prepare_s": prepare_s, "tokens": tokens, "raw_bytes": raw.stat().st_size}
+        vocab_words, _ = build_vocabulary(str(path), COMMON["min_count"])
+        on_the_fly["same_vocabulary"] = vocab_raw.index_to_key == vocab_words.index_to_key
+        queries = [k for k in vocab_words.index_to_key if HAN.search(k)][:n_queries]
+        for name, settings in SETTINGS.items():
+            found: dict[tuple[str, int], dict[str, set[str]]] = {}
+            for seed in seeds:
+                for impl in ("gensim", "gpu_text"):
+                    if impl == "gensim":
+                        result, keys, vectors = run_gensim(path, settings, seed, epochs, threads, scores=False)
+                    else:
+                        result, keys, vectors = run_gpu_text(path, settings, seed, epochs, threads, backend,
+                                                             scores=False)
+                    found[impl, seed] = neighbours(keys, vectors, queries)
+                    result.update(setting=name, implementation=impl if impl == "gensim" else f"gpu_text[{backend}]",
+                                  seed=seed, tokens=tokens, words_per_s=tokens * epochs / result["train_s"],
+                                  words_per_s_with_vocab=tokens * epochs / (result["train_s"] + result["vocab_s"]))
+                    rows.append(result)
+                    print(result, file=sys.stderr, flush=True)
+            pairs = {"gpu_text vs gensim": [(("gpu_text", a), ("gensim", b)) for a in seeds for b in seeds],
+                     "gensim vs gensim (other seed)": [(("gensim", a), ("gensim", b)) for a in seeds for b in seeds
+                                                       if a < b],
+                     "gpu_text vs gpu_text (other seed)": [(("gpu_text", a), ("gpu_text", b)) for a in seeds
+                                                           for b in seeds if a < b]}
+            for label, members in pairs.items():
+                if members:
+                    values = [overlap(found[x], found[y]) for x, y in members]
+                    overlaps.append({"setting": name, "pair": label, "n": len(values),
+                                     "overlap": statistics.mean(values)})
+    return rows, overlaps, on_the_fly
+
+
+def chinese_table(rows: list[dict[str, Any]], overlaps: list[dict[str, Any]], on_the_fly: dict[str, Any]) -> str:
+    """Markdown: speed per run, the neighbour overlaps, the on-the-fly segmentation figures."""
+    head = ("| setting | implementation | seed | vocab | vocab s | train s | words/s | words/s incl. vocab |\n"
+            "|---|---|---|---|---|---|---|---|\n")
+    body = "".join(f"| {r['setting']} | {r['implementation']} | {r['seed']} | {r['vocab']} | {r['vocab_s']:.2f} | "
+                   f"{r['train_s']:.2f} | {r['words_per_s']:,.0f} | {r['words_per_s_with_vocab']:,.0f} |\n"
+                   for r in rows)
+    pairs = ("\n| setting | models compared | pairs | mean top-10 overlap (1,000 most frequent Han words) |\n"
+             "|---|---|---|---|\n" + "".join(f"| {o['setting']} | {o['pair']} | {o['n']} | {o['overlap']:.4f} |\n"
+                                              for o in overlaps))
+    fly = (f"\n{on_the_fly['tokens']:,} words from {on_the_fly['raw_bytes']:,} bytes of raw text; "
+           f"segmenter built in {on_the_fly['dictionary_s']:.2f}s (jieba's dictionary), vocabulary pass with "
+           f"segmentation on the fly {on_the_fly['vocab_with_segmentation_s']:.2f}s, same vocabulary as from the "
+           f"pre-segmented file: {on_the_fly['same_vocabulary']}\n")
+    return head + body + pairs + fly
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
@@ -158,10 +302,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--backend", default="cpu")
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS))
+    parser.add_argument("--chinese", action="store_true", help="the Chinese neighbour-overlap comparison instead")
+    parser.add_argument("--zh-fraction", type=float, default=1.0, help="share of every Chinese file's lines used")
     args = parser.parse_args()
     for name in list(SETTINGS):
         if name not in args.settings:
             del SETTINGS[name]
+    if args.chinese:
+        print(chinese_table(*compare_chinese(args.seeds, args.epochs, args.zh_fraction, args.threads, args.backend)))
+        return
     print(table(compare(args.seeds, args.epochs, args.fraction, args.threads, args.backend)))
 
 

@@ -83,7 +83,7 @@ def new_state(capacity: int = 1024):
     """An empty table: (table, arena, key_start, counts, stamps, hashes, key_len, n_entries,
     arena_used, live, min_reduce), the argument tail of :func:`count_tokens`.
 
-    >>> new_state(8)[0].tolist()
+    >>> new_state(4)[0].tolist()  # twice the capacity: at most half full
     [-1, -1, -1, -1, -1, -1, -1, -1]
     """
     table = np.full(2 * capacity, EMPTY, np.int64)

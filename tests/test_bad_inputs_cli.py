@@ -26,7 +26,7 @@ ENV.pop("GPU_TEXT_DEBUG", None)
 
 
 def gpu_text(*args: str | Path, env: dict | None = None, stdin: bytes | None = None,
-             timeout: float = 120) -> subprocess.CompletedProcess:
+             timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gpu_text.cli", *map(str, args)], input=stdin, capture_output=True,
                           env={**ENV, **(env or {})}, cwd=REPO, timeout=timeout)
 

@@ -45,7 +45,7 @@ def assert_segments_within_vocabulary(dictionary: Dictionary) -> None:
         assert len(result.words()) == len(PROBE)
 
 
-# -- item 11: a byte order mark --------------------------------------------------------------------
+# -- a byte order mark --------------------------------------------------------------------
 
 
 def test_a_bom_is_not_part_of_the_first_word(tmp_path):
@@ -57,7 +57,7 @@ def test_a_bom_is_not_part_of_the_first_word(tmp_path):
     assert parse_dictionary(["\ufeff" + "南京\t3"]).words == ["南京"]
 
 
-# -- item 12: frequencies beyond int64, lines that are not lines ----------------------------------------
+# -- frequencies beyond int64, lines that are not lines ----------------------------------------
 
 
 @pytest.mark.parametrize("line,message", [
@@ -166,7 +166,7 @@ def test_cli_segment_skips_bad_lines_and_reads_a_bom_dictionary(tmp_path):
     assert f"{dict_path}:3:" in result.stderr
 
 
-# -- item 16: one long line in bounded memory ------------------------------------------------------------
+# -- one long line in bounded memory ------------------------------------------------------------
 
 
 def test_a_long_line_is_segmented_in_bounded_memory():

@@ -110,3 +110,20 @@ def test_cli_cluster(tmp_path):
     damaged.write_text("3 8\nw0 1 2\n")
     assert_one_line_error(run_cli("word2vec", "cluster", damaged, "--k", "2", "--output", bad), str(damaged))
     assert not bad.exists() and vectors.read_bytes() == before
+
+
+def test_estimator_rules():
+    from gpu_text.estimator import NotFittedError
+
+    model = SphericalKMeans(n_clusters=np.int64(2), max_iter=3, n_init=1, seed=9, backend="cpu")
+    assert type(model.get_params()["n_clusters"]) is np.int64  # stored unchanged
+    with pytest.raises(NotFittedError):
+        model.labels_
+    points, _ = planted(9, k=2, n=50)
+    clone = type(model)(**model.get_params())
+    assert model.fit(points) is model
+    np.testing.assert_array_equal(clone.fit(points).labels_, model.labels_)
+    with pytest.raises(ValueError, match="SphericalKMeans: n_init must be an integer >= 1"):
+        SphericalKMeans(n_init=0).fit(points)
+    with pytest.raises(ValueError, match="backend must be a Backend or one of"):
+        SphericalKMeans(backend="tpu").fit(points)

@@ -61,7 +61,7 @@ class Tokenizer:
         self.model = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
-        # special ids: -1 or a CONTROL piece (issue 11 item 8), so no id outside the vocabulary is ever written
+        # special ids: -1 or a CONTROL piece, so no id outside the vocabulary is ever written
         model.check_special_ids(bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
         self.bos_id, self.eos_id, self.pad_id = bos_id, eos_id, pad_id
         if decoder is None:
