@@ -23,11 +23,10 @@ from numba import njit, prange, types
 from numba.typed import Dict
 
 # the merge loop's pair table ((left << 32 | right) -> pair symbol) is one of the encoder's hash tables
+from .byte_tables import fnv1a
 from .jit import JIT
 from .merge_tables import grown_table, lookup, pair_key, remove, store
 
-FNV_OFFSET = np.uint64(14695981039346656037)
-FNV_PRIME = np.uint64(1099511628211)
 
 DONE, NEED_ROOM, EXHAUSTED = 0, 1, 2
 
@@ -40,10 +39,7 @@ def hash_spans(data, starts, ends):
     """FNV-1a 64-bit hash of every ``data[starts[i]:ends[i]]``."""
     out = np.empty(starts.size, np.uint64)
     for i in prange(starts.size):
-        h = FNV_OFFSET
-        for j in range(starts[i], ends[i]):
-            h = (h ^ np.uint64(data[j])) * FNV_PRIME
-        out[i] = h
+        out[i] = fnv1a(data, starts[i], ends[i])
     return out
 
 
@@ -228,10 +224,7 @@ def _lexically_less(a, b, n_chars, s_left, s_right, char_cp, stack, buf_a, buf_b
 
 @njit(**JIT)
 def _fingerprint(buf, n):
-    h = FNV_OFFSET
-    for i in range(n):
-        h = (h ^ np.uint64(buf[i])) * FNV_PRIME
-    return np.int64(h)
+    return np.int64(fnv1a(buf, 0, n))
 
 
 @njit(**JIT)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .byte_tables import grown
 from .jit import JIT
 
 BLOCK_SLOTS = 256  # children of one base: base ^ byte for the 256 bytes, one aligned block
@@ -104,13 +105,6 @@ def walk_prefixes(state, check, label, eow, data, begin, end, ends, values, out,
 
 
 # ------------------------------------------------------------------------------------ building
-
-
-@njit(**JIT)
-def _grown(array, size):
-    out = np.zeros(size, array.dtype)
-    out[:array.size] = array
-    return out
 
 
 @njit(**JIT)
@@ -235,13 +229,13 @@ def build_arrays(keys, key_offsets, values):
                 if capacity >= 2**31 - BLOCK_SLOTS:
                     raise ValueError("the dictionary needs more than 2**31 trie slots")
                 capacity = min(capacity * 2, 2**31 - BLOCK_SLOTS)
-                state = _grown(state, capacity)
-                check = _grown(check, capacity)
-                label = _grown(label, capacity)
-                eow = _grown(eow, capacity)
-                used = _grown(used, capacity)
-                next_free = _grown(next_free, capacity)
-                prev_free = _grown(prev_free, capacity)
+                state = grown(state, capacity)
+                check = grown(check, capacity)
+                label = grown(label, capacity)
+                eow = grown(eow, capacity)
+                used = grown(used, capacity)
+                next_free = grown(next_free, capacity)
+                prev_free = grown(prev_free, capacity)
             first_open, head = _open_block(n_blocks, first_open, head, used, next_free, prev_free)
             base = n_blocks * BLOCK_SLOTS
             n_blocks += 1
@@ -307,22 +301,22 @@ def words_under(state, check, label, eow, prefix):
         pos, depth = stack_pos[top], stack_depth[top]
         if depth > 0:
             if depth > path.size:
-                path = _grown(path, 2 * depth)
+                path = grown(path, 2 * depth)
             path[depth - 1] = label[pos]
         value = trie_value(state, check, label, eow, pos)
         if value >= 0:
             if n == values.size:
-                values = _grown(values, 2 * n)
-                offsets = _grown(offsets, 2 * n + 1)
+                values = grown(values, 2 * n)
+                offsets = grown(offsets, 2 * n + 1)
             if offsets[n] + depth > suffixes.size:
-                suffixes = _grown(suffixes, 2 * (offsets[n] + depth))
+                suffixes = grown(suffixes, 2 * (offsets[n] + depth))
             suffixes[offsets[n]:offsets[n] + depth] = path[:depth]
             offsets[n + 1] = offsets[n] + depth
             values[n] = value
             n += 1
         if top + 256 > stack_pos.size:
-            stack_pos = _grown(stack_pos, 2 * (top + 256))
-            stack_depth = _grown(stack_depth, 2 * (top + 256))
+            stack_pos = grown(stack_pos, 2 * (top + 256))
+            stack_depth = grown(stack_depth, 2 * (top + 256))
         for byte in range(255, 0, -1):  # pushed largest first: visited in byte order
             child = trie_step(state, check, label, pos, np.uint8(byte))
             if child >= 0:

@@ -27,10 +27,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .byte_tables import fnv1a, grown
 from .jit import JIT
 
-FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-FNV_PRIME = np.uint64(0x100000001B3)
 EMPTY = -1
 
 
@@ -92,21 +91,6 @@ def new_state(capacity: int = 1024):
 
 
 @njit(**JIT)
-def _hash(data, start, end):
-    h = FNV_OFFSET
-    for i in range(start, end):
-        h = (h ^ np.uint64(data[i])) * FNV_PRIME
-    return h
-
-
-@njit(**JIT)
-def _grow(array, size):
-    out = np.zeros(size, array.dtype)
-    out[:array.size] = array
-    return out
-
-
-@njit(**JIT)
 def _rehash(hashes, n_entries, size):
     table = np.full(size, EMPTY, np.int64)
     mask = np.uint64(size - 1)
@@ -128,7 +112,7 @@ def count_tokens(data, starts, ends, doc_offsets, position, max_vocab, raw_ids, 
     for d in range(doc_offsets.size - 1):
         for t in range(doc_offsets[d], doc_offsets[d + 1]):
             start, end = starts[t], ends[t]
-            h = _hash(data, start, end)
+            h = fnv1a(data, start, end)
             size = table.size
             slot = np.int64(h & np.uint64(size - 1))
             found = EMPTY
@@ -148,11 +132,11 @@ def count_tokens(data, starts, ends, doc_offsets, position, max_vocab, raw_ids, 
             if found == EMPTY:
                 found = n_entries
                 if found == counts.size:
-                    grown = 2 * counts.size
-                    key_start, counts, stamps = _grow(key_start, grown), _grow(counts, grown), _grow(stamps, grown)
-                    hashes, key_len = _grow(hashes, grown), _grow(key_len, grown)
+                    capacity = 2 * counts.size
+                    key_start, counts = grown(key_start, capacity), grown(counts, capacity)
+                    stamps, hashes, key_len = grown(stamps, capacity), grown(hashes, capacity), grown(key_len, capacity)
                 while arena_used + (end - start) > arena.size:
-                    arena = _grow(arena, 2 * arena.size)
+                    arena = grown(arena, 2 * arena.size)
                 arena[arena_used:arena_used + end - start] = data[start:end]
                 key_start[found], key_len[found], hashes[found] = arena_used, end - start, h
                 arena_used += end - start
