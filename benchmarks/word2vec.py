@@ -5,7 +5,7 @@ Corpus: the Project Gutenberg books of ``../shared/data/en-gutenberg`` plus the 
 inside words), a line per input line, written once to a temporary file that both read (gensim
 through ``LineSentence``, gpu_text through its document reader). Settings: CBOW-HS (the seed's:
 dim 100, window 5, min_count 5, sample 1e-3, 5 epochs) and SG-NS (negative 5, hs 0), 2 threads /
-2 workers. Reported per seed: vocabulary seconds, training seconds, words/s (corpus words x
+2 workers; CBOW-HS a second time with gensim's Huffman tie order (``huffman_ties="gensim"``). Reported per seed: vocabulary seconds, training seconds, words/s (corpus words x
 epochs / training seconds, and including the vocabulary pass), WS-353 and SimLex-999 Spearman,
 Google analogy accuracy (restrict_vocab 300000, gensim's rules).
 
@@ -88,14 +88,14 @@ def run_gensim(path: Path, settings: dict, seed: int, epochs: int, threads: int,
 
 
 def run_gpu_text(path: Path, settings: dict, seed: int, epochs: int, threads: int, backend: str,
-                 scores: bool = True) -> Any:
-    """gpu_text's run, as :func:`run_gensim`."""
+                 scores: bool = True, **options: Any) -> Any:
+    """gpu_text's run, as :func:`run_gensim`; ``options`` go to ``Word2Vec``."""
     import numba
 
     from gpu_text.word2vec import Word2Vec
 
     numba.set_num_threads(threads)
-    model = Word2Vec(**COMMON, **settings, epochs=epochs, seed=seed, backend=backend)
+    model = Word2Vec(**COMMON, **settings, epochs=epochs, seed=seed, backend=backend, **options)
     tick = time.perf_counter()
     model.fit(str(path))
     total = time.perf_counter() - tick
@@ -116,12 +116,16 @@ def compare(seeds: list[int], epochs: int, fraction: float, threads: int, backen
     with tempfile.TemporaryDirectory() as tmp:
         path, tokens = prepare_corpus(Path(tmp) / "corpus.txt", fraction)
         for name, settings in SETTINGS.items():
+            # hierarchical softmax also with gensim's tree: its tie order moves the scores (huffman.py)
+            variants = {"gensim": None, f"gpu_text[{backend}]": {}}
+            if settings["hs"]:
+                variants[f"gpu_text[{backend}] gensim ties"] = {"huffman_ties": "gensim"}
             for seed in seeds:
-                for impl in ("gensim", f"gpu_text[{backend}]"):
-                    if impl == "gensim":
+                for impl, options in variants.items():
+                    if options is None:
                         result = run_gensim(path, settings, seed, epochs, threads)
                     else:
-                        result = run_gpu_text(path, settings, seed, epochs, threads, backend)
+                        result = run_gpu_text(path, settings, seed, epochs, threads, backend, **options)
                     result.update(setting=name, implementation=impl, seed=seed, tokens=tokens,
                                   words_per_s=tokens * epochs / result["train_s"],
                                   words_per_s_with_vocab=tokens * epochs / (result["train_s"] + result["vocab_s"]))

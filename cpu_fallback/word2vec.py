@@ -1,7 +1,8 @@
 """Numba twins of ``cuda/word2vec.cu``: subsampling and one epoch of CBOW / skip-gram training.
 
 The epoch's positions are cut into units of ``unit_words`` consecutive positions and ``prange``
-runs the units in parallel (static scheduling: each thread gets an equal run of units), updating
+runs the units round robin (thread ``t`` of ``T`` takes units ``t, t + T, ...``, so the threads move
+through the corpus side by side, as gensim's workers take its jobs), updating
 ``syn0``/``syn1``/``syn1neg`` in place without locks (Hogwild, as word2vec.c's threads and
 gensim's workers do). With one unit covering the whole epoch the run is sequential and
 bit-for-bit reproducible on this backend. The operations are the CUDA kernel's, in the same order,
@@ -22,7 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
 from .borrow import borrow
 from .jit import JIT
@@ -84,15 +85,38 @@ def _sigmoid(f):
 
 
 @njit(inline="always", **JIT)
-def _lower_bound(cum, r):
-    """First index whose cumulative weight is >= r (bisect_left), without a branch per halving: a
-    conditional move instead, as the target is random and a branch on it mispredicts half the time."""
-    base, n = 0, cum.size
+def _lower_bound(cum, r, lo, n):
+    """First index in ``[lo, lo + n]`` whose cumulative weight is >= r (bisect_left on that span,
+    which must hold the answer), without a branch per halving: a conditional move instead, as the
+    target is random and a branch on it mispredicts half the time."""
+    base = lo
     while n > 1:
         half = n >> 1
         base = base + half if np.uint64(cum[base + half - 1]) < r else base
         n -= half
     return base + (1 if np.uint64(cum[base]) < r else 0)
+
+
+# Buckets of the negative-sampling search: 2**16 int32 starts (256 KB, an L2's worth), so a draw
+# reads one start and bisects the few words of its bucket, not the whole vocabulary's cache lines.
+SEARCH_BITS = 16
+
+
+@njit(**JIT)
+def _search_index(cum_table):
+    """``start[b]`` = the answer for the first draw of bucket ``b`` (draws ``r >> shift == b``), and
+    ``shift``; every draw of bucket ``b`` lands in ``[start[b], start[b + 1]]``, as lower_bound is
+    monotone. Exact: the word found is bisect_left's on the whole table."""
+    total = np.uint64(cum_table[cum_table.size - 1])
+    shift = 0
+    while (total - np.uint64(1)) >> np.uint64(shift) >= np.uint64(1 << SEARCH_BITS):
+        shift += 1
+    n_buckets = ((total - np.uint64(1)) >> np.uint64(shift)) + np.uint64(1)
+    start = np.empty(n_buckets + np.uint64(1), np.int64)
+    for b in range(n_buckets + 1):
+        first = _lower_bound(cum_table, np.uint64(b) << np.uint64(shift), 0, cum_table.size)
+        start[b] = min(first, cum_table.size - 1)
+    return start, shift
 
 
 @njit(inline="always", **JIT)
@@ -110,8 +134,8 @@ def _step(inp, out, neu1e, dim, label, alpha, compute_loss):
 
 
 @njit(inline="always", **JIT)
-def _outputs(inp, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, hs, negative, dim, alpha, key,
-             i, pair, compute_loss):
+def _outputs(inp, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, search, shift, hs, negative, dim,
+             alpha, key, i, pair, compute_loss):
     loss = 0.0
     if hs:
         for k in range(code_offsets[word], code_offsets[word + 1]):
@@ -123,7 +147,8 @@ def _outputs(inp, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_t
             target = word
             if d > 0:
                 r = (_draw(key, i, 2 + pair * (negative + 1) + d) >> np.uint64(16)) % total
-                target = _lower_bound(cum_table, r)
+                b = r >> np.uint64(shift)
+                target = _lower_bound(cum_table, r, search[b], search[b + 1] - search[b] + 1)
                 if target == word:
                     continue
             label = np.float32(1.0) if d == 0 else np.float32(0.0)
@@ -133,14 +158,14 @@ def _outputs(inp, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_t
 
 @njit(**JIT)
 def _train_unit(u, ids_owner, row_offsets_owner, syn0_owner, syn1_owner, syn1neg_owner, codes_owner, points_owner,
-                code_offsets_owner, cum_owner, sg, hs, negative, window, cbow_mean, alpha_start, alpha_end, key,
-                unit_words, compute_loss):
+                code_offsets_owner, cum_owner, search_owner, shift, sg, hs, negative, window, cbow_mean, alpha_start,
+                alpha_end, key, unit_words, compute_loss):
     # borrowed views (see cpu_fallback.borrow): the owners are arguments, alive to the end, and the
     # rows taken per word below are views without a reference count
     ids, row_offsets = borrow(ids_owner), borrow(row_offsets_owner)
     syn0, syn1, syn1neg = borrow(syn0_owner), borrow(syn1_owner), borrow(syn1neg_owner)
     codes, points = borrow(codes_owner), borrow(points_owner)
-    code_offsets, cum_table = borrow(code_offsets_owner), borrow(cum_owner)
+    code_offsets, cum_table, search = borrow(code_offsets_owner), borrow(cum_owner), borrow(search_owner)
     dim = syn0.shape[1]
     scratch_owner = np.empty((2, dim), np.float32)
     scratch = borrow(scratch_owner)
@@ -166,8 +191,8 @@ def _train_unit(u, ids_owner, row_offsets_owner, syn0_owner, syn1_owner, syn1neg
                 inp = syn0[ids[j]]
                 for d in range(dim):
                     neu1e[d] = np.float32(0.0)
-                total += _outputs(inp, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, hs,
-                                  negative, dim, alpha, key, i, j - i + window, compute_loss)
+                total += _outputs(inp, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, search,
+                                  shift, hs, negative, dim, alpha, key, i, j - i + window, compute_loss)
                 _axpy(np.float32(1.0), neu1e, inp, dim)
             continue
         for d in range(dim):
@@ -185,8 +210,8 @@ def _train_unit(u, ids_owner, row_offsets_owner, syn0_owner, syn1_owner, syn1neg
                 neu1[d] *= inv_count
         for d in range(dim):
             neu1e[d] = np.float32(0.0)
-        total += _outputs(neu1, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, hs, negative,
-                          dim, alpha, key, i, 0, compute_loss)
+        total += _outputs(neu1, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, search, shift,
+                          hs, negative, dim, alpha, key, i, 0, compute_loss)
         if not cbow_mean:
             for d in range(dim):
                 neu1e[d] *= inv_count
@@ -198,12 +223,20 @@ def _train_unit(u, ids_owner, row_offsets_owner, syn0_owner, syn1_owner, syn1neg
 
 @njit(parallel=True, **JIT)
 def _train(ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offsets, cum_table, sg, hs, negative, window,
-           cbow_mean, alpha_start, alpha_end, key, unit_words, compute_loss):
+           cbow_mean, alpha_start, alpha_end, key, unit_words, compute_loss, n_threads):
     n_units = (ids.size + unit_words - 1) // unit_words
     loss = np.zeros(n_units)
-    for u in prange(n_units):
-        loss[u] = _train_unit(u, ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offsets, cum_table, sg,
-                              hs, negative, window, cbow_mean, alpha_start, alpha_end, key, unit_words, compute_loss)
+    search, shift = _search_index(cum_table)
+    # Round robin: thread t trains units t, t + T, t + 2T, ..., so the threads move through the
+    # corpus side by side, in its order, as gensim's workers take its jobs. prange's contiguous
+    # split would train the two halves of the corpus at once, which changes the order the model
+    # sees the text in (and with it the vectors, measurably, on a corpus of concatenated books).
+    n_threads = min(n_threads, n_units)
+    for t in prange(n_threads):
+        for u in range(t, n_units, n_threads):
+            loss[u] = _train_unit(u, ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offsets, cum_table,
+                                  search, shift, sg, hs, negative, window, cbow_mean, alpha_start, alpha_end, key,
+                                  unit_words, compute_loss)
     return loss
 
 
@@ -225,7 +258,7 @@ def train_epoch(ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offse
     return _train(c(ids), c(row_offsets), syn0, syn1, syn1neg, c(codes), c(points), c(code_offsets), c(cum_table),
                   np.int64(sg), np.int64(hs), np.int64(negative), np.int64(window), np.int64(cbow_mean),
                   np.float64(alpha_start), np.float64(alpha_end), np.uint64(key), np.int64(unit_words),
-                  np.int64(compute_loss))
+                  np.int64(compute_loss), np.int64(get_num_threads()))
 
 
 def unit_words(batch_words):

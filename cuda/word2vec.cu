@@ -17,21 +17,11 @@
 // Same arithmetic order as cpu_fallback/word2vec.py except the dot products, whose sums the
 // Numba twin vectorises its own way (the twins agree to float32 rounding).
 #include "common.cuh"
+#include "prng.cuh"
 
 #define W2V_MAX_EXP 6.0f
 
 extern __shared__ float w2v_shared[];
-
-__device__ __forceinline__ u64 w2v_mix(u64 z) {
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-__device__ __forceinline__ u64 w2v_draw(u64 key, u64 position, u64 sub) {
-    return w2v_mix(w2v_mix(key ^ position) ^ sub);
-}
 
 // sum over d of a[d] * b[d]: lane partials in d order, then the xor butterfly (all lanes agree)
 __device__ __forceinline__ float w2v_dot(const float* a, const float* b, int dim, int lane) {
@@ -79,7 +69,7 @@ __device__ __forceinline__ double w2v_outputs(const float* in, float* neu1e, int
     for (int d = 0; d <= negative && negative > 0; ++d) {
         int target = word;
         if (d > 0) {
-            const u64 r = (w2v_draw(key, (u64)i, 2 + pair * (u64)(negative + 1) + (u64)d) >> 16) % cum_table[vocab - 1];
+            const u64 r = (gt_draw(key, (u64)i, 2 + pair * (u64)(negative + 1) + (u64)d) >> 16) % cum_table[vocab - 1];
             target = w2v_lower_bound(cum_table, vocab, r);
             if (target == word) continue;
         }
@@ -93,7 +83,7 @@ extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 w2v_subsample(const int* __restrict__ ids, i64 n, const u32* __restrict__ sample_int, u64 key, u8* __restrict__ keep) {
     const i64 i = global_thread_index();
     if (i >= n) return;
-    keep[i] = (u64)sample_int[ids[i]] >= (w2v_draw(key, (u64)i, 0) >> 32) ? 1 : 0;
+    keep[i] = (u64)sample_int[ids[i]] >= (gt_draw(key, (u64)i, 0) >> 32) ? 1 : 0;
 }
 
 // Trains units [unit_begin, unit_end) of one epoch's kept ids; loss[u - unit_begin] gets each
@@ -117,7 +107,7 @@ w2v_train(const int* __restrict__ ids, const i64* __restrict__ row_offsets, i64 
         const i64 start = row_offsets[row], end = row_offsets[row + 1];
         const int word = ids[i];
         const float alpha = (float)(alpha_start + (alpha_end - alpha_start) * ((double)i / (double)n_words));
-        const int b = (int)((w2v_draw(key, (u64)i, 1) >> 32) % (u64)window);
+        const int b = (int)((gt_draw(key, (u64)i, 1) >> 32) % (u64)window);
         const i64 lo = i - window + b > start ? i - window + b : start;
         const i64 hi = i + window + 1 - b < end ? i + window + 1 - b : end;
         if (sg) {

@@ -12,6 +12,7 @@ import pytest
 from gpu_text.batch import TextBatch
 from gpu_text.ragged import RaggedArray
 from gpu_text.word2vec import KeyedVectors, Word2Vec, build_vocabulary, huffman_tree
+from gpu_text.word2vec.significance import correlation_pvalue
 from tests.conftest import require, shared_data
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,6 +69,22 @@ def test_huffman_tree_by_hand():
     tree = huffman_tree(np.array([4, 2, 1, 1]))
     assert [tree.code(w) for w in range(4)] == [[1], [0, 1], [0, 0, 1], [0, 0, 0]]
     assert [tree.point(w) for w in range(4)] == [[2], [2, 1], [2, 1, 0], [2, 1, 0]]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_huffman_tree_with_gensims_ties_equals_gensims(seed):
+    gensim = require("gensim.models")
+    rng = np.random.default_rng(seed)
+    counts = np.sort(rng.zipf(1.5, 3000).clip(1, 10**5))[::-1]  # many equal counts: ties everywhere
+    model = gensim.Word2Vec(vector_size=4, min_count=1, hs=1, negative=0)
+    model.build_vocab_from_freq({f"w{i}": int(c) for i, c in enumerate(counts)})
+    vocab_counts = np.array([model.wv.get_vecattr(i, "count") for i in range(len(model.wv))])
+    tree = huffman_tree(vocab_counts, ties="gensim")
+    differs = huffman_tree(vocab_counts)
+    assert any(differs.code(w) != tree.code(w) for w in range(len(model.wv)))  # the tie order matters here
+    for w in range(len(model.wv)):
+        assert tree.code(w) == model.wv.expandos["code"][w].tolist()
+        assert tree.point(w) == model.wv.expandos["point"][w].tolist()
 
 
 def test_huffman_tree_equals_gensims_without_ties():
@@ -142,6 +159,8 @@ def test_evaluations_equal_gensims_on_the_same_vectors(tmp_path):
     assert score.pearson == pytest.approx(pearson[0], abs=1e-6)
     assert score.spearman == pytest.approx(spearman[0], abs=1e-6)
     assert score.oov_ratio == pytest.approx(oov)
+    assert score.pearson_pvalue == pytest.approx(pearson[1], rel=1e-6)  # r itself agrees to 1e-6
+    assert score.spearman_pvalue == pytest.approx(spearman[1], rel=1e-6)
     accuracy, sections = theirs.evaluate_word_analogies(str(questions))
     our_accuracy, our_sections = ours.evaluate_word_analogies(questions)
     assert our_accuracy == accuracy
@@ -149,6 +168,18 @@ def test_evaluations_equal_gensims_on_the_same_vectors(tmp_path):
         [(s["section"], s["correct"], s["incorrect"]) for s in sections]
     assert [w for w, _ in ours.most_similar(positive=["king", "woman"], negative=["man"], topn=4)] == \
         [w for w, _ in theirs.most_similar(positive=["king", "woman"], negative=["man"], topn=4)]
+
+
+@pytest.mark.parametrize("n", [3, 4, 10, 353, 999])
+def test_correlation_pvalues_equal_scipys(n):
+    stats = require("scipy.stats")
+    rng = np.random.default_rng(n)
+    for strength in (0.0, 0.1, 0.5, 0.95):
+        x = rng.standard_normal(n)
+        y = strength * x + rng.standard_normal(n)
+        r, p = stats.pearsonr(x, y)
+        assert correlation_pvalue(float(r), n) == pytest.approx(float(p), rel=1e-9, abs=1e-300)
+    assert correlation_pvalue(1.0, n) == 0.0 and correlation_pvalue(0.0, n) == pytest.approx(1.0)
 
 
 def test_quality_close_to_gensim_on_a_slice_of_the_bible():

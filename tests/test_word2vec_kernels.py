@@ -131,3 +131,20 @@ def test_subsampling_keeps_gensims_share():
     ids = np.zeros(200000, np.int32)
     kept = numba_w2v.subsample(ids, ints, epoch_key(1, 0)).mean()
     assert kept == pytest.approx(ints[0] / 2**32, abs=0.005)
+
+
+@pytest.mark.parametrize("n_vocab", [1, 2, 7, 3000])
+def test_bucketed_negative_search_equals_bisect(n_vocab):
+    rng = np.random.default_rng(n_vocab)
+    counts = np.sort(rng.zipf(1.3, n_vocab).clip(1, 10**6))[::-1]
+    for exponent in (0.75, 0.0, -0.5):
+        cum = cum_table(counts, exponent)
+        search, shift = numba_w2v._search_index(cum)
+        total = int(cum[-1])
+        draws = np.concatenate((rng.integers(0, total, 2000), [0, total - 1], np.asarray(cum[:50], np.int64) - 1,
+                                np.asarray(cum[:50], np.int64))).clip(0, total - 1)
+        for r in draws:
+            b = int(r) >> shift
+            lo, hi = int(search[b]), int(search[b + 1])
+            got = numba_w2v._lower_bound(cum, np.uint64(r), lo, hi - lo + 1)
+            assert got == int(np.searchsorted(cum, r, side="left")), (r, lo, hi)

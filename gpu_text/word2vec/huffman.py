@@ -6,8 +6,11 @@ to the inner node; the second node taken gets bit 1. Inner node ``k`` (the ``k``
 ``k`` of ``syn1``; the root is row ``V - 2``. Codes and points are stored flat (ragged, root first),
 which is what the kernels read.
 
-gensim builds the tree with a heap, which breaks ties between equal counts the other way; on
-counts without ties (as most real vocabularies' low ranks are not) both give the same tree.
+gensim builds the tree with a heap ordered by count alone, so heapq's internal layout breaks its
+ties; ``ties="gensim"`` replays that heap to give gensim's tree exactly. On counts without ties
+both trees are one; on a real vocabulary, whose rare words share counts, they differ, and so do
+the vectors: on 1.6M words of Gutenberg + KJV (CBOW-HS, 3 seeds) gensim's tie order gave WS-353
+0.240 / SimLex 0.109 where word2vec.c's gave 0.284 / 0.121, all else equal.
 
 >>> tree = huffman_tree(np.array([5, 3, 2, 1]))
 >>> [tree.code(w) for w in range(4)], [tree.point(w) for w in range(4)]
@@ -15,6 +18,7 @@ counts without ties (as most real vocabularies' low ranks are not) both give the
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,38 +51,80 @@ class HuffmanTree:
         return int(np.diff(self.offsets).max()) if self.offsets.size > 1 else 0
 
 
-def huffman_tree(counts: np.ndarray) -> HuffmanTree:
-    """The tree of word2vec.c for ``counts`` (descending, as the vocabulary is sorted).
+TIES = ("word2vec", "gensim")
+
+
+def _word2vec_merges(counts: np.ndarray) -> np.ndarray:
+    """The two nodes merged into each inner node, in merge order: word2vec.c's two queues."""
+    n = counts.size
+    weight = np.concatenate((counts, np.zeros(n - 1, np.int64)))
+    merges = np.empty((n - 1, 2), np.int64)
+    leaf, inner = n - 1, n  # next leaf (rarest first), next inner node
+    for a in range(n - 1):
+        for side in range(2):
+            # the leaf only when strictly lighter: word2vec.c's `count[pos1] < count[pos2]`
+            if leaf >= 0 and (inner >= n + a or weight[leaf] < weight[inner]):
+                merges[a, side] = leaf
+                leaf -= 1
+            else:
+                merges[a, side] = inner
+                inner += 1
+        weight[n + a] = weight[merges[a, 0]] + weight[merges[a, 1]]
+    return merges
+
+
+class _HeapNode:
+    """gensim's ``Heapitem`` ordering: by count alone, so equal counts leave the heap in whatever
+    order heapq's sift-up and sift-down put them, which only heapq itself reproduces."""
+
+    __slots__ = ("count", "index")
+
+    def __init__(self, count: int, index: int) -> None:
+        self.count, self.index = count, index
+
+    def __lt__(self, other: "_HeapNode") -> bool:
+        return self.count < other.count
+
+
+def _gensim_merges(counts: np.ndarray) -> np.ndarray:
+    """The merges of gensim's ``_build_heap`` (heapq over count-ordered items)."""
+    n = counts.size
+    heap = [_HeapNode(int(c), i) for i, c in enumerate(counts)]
+    heapq.heapify(heap)
+    merges = np.empty((n - 1, 2), np.int64)
+    for a in range(n - 1):
+        first, second = heapq.heappop(heap), heapq.heappop(heap)
+        merges[a] = first.index, second.index
+        heapq.heappush(heap, _HeapNode(first.count + second.count, n + a))
+    return merges
+
+
+def huffman_tree(counts: np.ndarray, ties: str = "word2vec") -> HuffmanTree:
+    """The tree of word2vec.c (``ties="word2vec"``) or of gensim 4.4 (``ties="gensim"``, the
+    same codes and points as its ``_assign_binary_codes``) for ``counts`` (descending, as the
+    vocabulary is sorted).
 
     A one-word vocabulary gets an empty code (word2vec.c would build a tree of one leaf and
     never train it either).
 
     >>> huffman_tree(np.array([7])).offsets.tolist()
     [0, 0]
+    >>> huffman_tree(np.array([2, 1, 1]), ties="gensim").code(0), huffman_tree(np.array([2, 1, 1])).code(0)
+    ([0], [1])
     """
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
     counts = np.asarray(counts, np.int64)
     n = counts.size
     if n and bool((counts[1:] > counts[:-1]).any()):
         raise ValueError("counts must be sorted in descending order (the vocabulary's order)")
     if n < 2:
         return HuffmanTree(np.zeros(0, np.uint8), np.zeros(0, np.int32), np.zeros(n + 1, np.int64))
-    weight = np.concatenate((counts, np.zeros(n - 1, np.int64)))
+    merges = _word2vec_merges(counts) if ties == "word2vec" else _gensim_merges(counts)
     parent = np.zeros(2 * n - 1, np.int64)
     binary = np.zeros(2 * n - 1, np.uint8)
-    leaf, inner = n - 1, n  # next leaf (rarest first), next inner node
-    for a in range(n - 1):
-        pair = []
-        for _ in range(2):
-            # the leaf only when strictly lighter: word2vec.c's `count[pos1] < count[pos2]`
-            if leaf >= 0 and (inner >= n + a or weight[leaf] < weight[inner]):
-                pair.append(leaf)
-                leaf -= 1
-            else:
-                pair.append(inner)
-                inner += 1
-        weight[n + a] = weight[pair[0]] + weight[pair[1]]
-        parent[pair[0]] = parent[pair[1]] = n + a
-        binary[pair[1]] = 1
+    parent[merges[:, 0]] = parent[merges[:, 1]] = np.arange(n, 2 * n - 1)
+    binary[merges[:, 1]] = 1  # the second node taken gets bit 1
     root = 2 * n - 2
     depth = np.zeros(2 * n - 1, np.int64)
     for node in range(root - 1, -1, -1):  # parents are made after their children

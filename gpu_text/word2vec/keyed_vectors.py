@@ -20,6 +20,7 @@ writes), or a ``.npy`` matrix with a ``.vocab`` file of one key per line; never 
 """
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -28,16 +29,20 @@ import numpy as np
 
 from gpu_text.arrays import to_host
 from gpu_text.backend import Backend, get_backend
+from gpu_text.word2vec.significance import correlation_pvalue
 
 QUERY_BLOCK = 1024
 
 
 class WordPairsScore(NamedTuple):
-    """Correlation of the model's cosines with human judgements (gensim's three numbers)."""
+    """Correlation of the model's cosines with human judgements: gensim's three numbers, then the
+    two-sided p-values gensim reports with the coefficients (scipy's)."""
 
     pearson: float
     spearman: float
     oov_ratio: float
+    pearson_pvalue: float = math.nan
+    spearman_pvalue: float = math.nan
 
 
 class KeyedVectors:
@@ -164,7 +169,7 @@ class KeyedVectors:
         >>> _ = open(path, "w").write("# comment\\nA\\tb\\t9\\na\\tc\\t1\\nb\\tc\\t2\\na\\tzz\\t5\\n")
         >>> kv = KeyedVectors(["a", "b", "c"], np.array([[1, 0], [0.9, 0.1], [0, 1]], np.float32))
         >>> kv.evaluate_word_pairs(path)  # doctest: +ELLIPSIS
-        WordPairsScore(pearson=0.99..., spearman=1.0, oov_ratio=25.0)
+        WordPairsScore(pearson=0.99..., spearman=1.0, oov_ratio=25.0, pearson_pvalue=0.008..., spearman_pvalue=0.0)
         """
         ok_vocab = self._ok_vocab(restrict_vocab, case_insensitive)
         gold, pairs, oov = [], [], 0
@@ -191,8 +196,9 @@ class KeyedVectors:
         unit = to_host(self.unit_vectors()).astype(np.float64)
         model = np.array([0.0 if p is None else float(unit[p[0]] @ unit[p[1]]) for p in pairs])
         gold_arr = np.array(gold)
-        return WordPairsScore(_pearson(gold_arr, model), _pearson(_rank(gold_arr), _rank(model)),
-                              100.0 * oov / (len(gold) + (0 if dummy4unknown else oov)))
+        pearson, spearman = _pearson(gold_arr, model), _pearson(_rank(gold_arr), _rank(model))
+        return WordPairsScore(pearson, spearman, 100.0 * oov / (len(gold) + (0 if dummy4unknown else oov)),
+                              correlation_pvalue(pearson, gold_arr.size), correlation_pvalue(spearman, gold_arr.size))
 
     def evaluate_word_analogies(self, path: str | os.PathLike[str], restrict_vocab: int = 300000,
                                 case_insensitive: bool = True, dummy4unknown: bool = False

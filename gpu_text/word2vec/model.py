@@ -32,7 +32,7 @@ import numpy as np
 
 from gpu_text.backend import BACKEND_NAMES, Backend, get_backend
 from gpu_text.estimator import Estimator
-from gpu_text.word2vec.huffman import huffman_tree
+from gpu_text.word2vec.huffman import TIES, huffman_tree
 from gpu_text.word2vec.keyed_vectors import KeyedVectors
 from gpu_text.word2vec.vocabulary import Vocabulary, build_vocabulary
 
@@ -88,6 +88,10 @@ def cum_table(counts: np.ndarray, ns_exponent: float) -> np.ndarray:
 class Word2Vec(Estimator):
     """word2vec with gensim 4.4's parameters and their meaning (see the module docstring).
 
+    ``huffman_ties``: how the hierarchical-softmax tree breaks ties between equal counts,
+    ``"word2vec"`` (word2vec.c's and the seed's) or ``"gensim"`` (gensim 4.4's heap, to reproduce
+    its runs; see :mod:`gpu_text.word2vec.huffman`).
+
     ``segment``: ``None``, or a :class:`~gpu_text.segment.Segmenter`; the corpus is then raw text
     (a path, paths or a ``TextBatch``) cut into its words while it is read (Chinese text to vectors
     in one pass).
@@ -109,7 +113,7 @@ class Word2Vec(Estimator):
                  sample: float = 1e-3, sg: int = 0, hs: int = 1, negative: int = 0, ns_exponent: float = 0.75,
                  cbow_mean: int = 1, alpha: float = 0.025, min_alpha: float = 1e-4, epochs: int = 5, seed: int = 1,
                  batch_words: int = 10000, deterministic: bool = False, compute_loss: bool = False,
-                 segment: Any = None, backend: str = "auto") -> None:
+                 huffman_ties: str = "word2vec", segment: Any = None, backend: str = "auto") -> None:
         self.vector_size = vector_size
         self.window = window
         self.min_count = min_count
@@ -127,6 +131,7 @@ class Word2Vec(Estimator):
         self.batch_words = batch_words
         self.deterministic = deterministic
         self.compute_loss = compute_loss
+        self.huffman_ties = huffman_ties
         self.segment = segment
         self.backend = backend
 
@@ -147,6 +152,7 @@ class Word2Vec(Estimator):
                       "a finite number > 0")
         self._require(isinstance(self.deterministic, bool), "deterministic", "True or False")
         self._require(isinstance(self.compute_loss, bool), "compute_loss", "True or False")
+        self._require(self.huffman_ties in TIES, "huffman_ties", f"one of {', '.join(map(repr, TIES))}")
         self._require(self.segment is None or callable(getattr(self.segment, "segment", None)), "segment",
                       "None or a Segmenter (raw text is then cut into its words)")
         self._require(isinstance(self.backend, str) and self.backend.strip().lower() in BACKEND_NAMES, "backend",
@@ -172,7 +178,7 @@ class Word2Vec(Estimator):
         rng = np.random.default_rng(self.seed)
         syn0 = ((rng.random((n_vocab, dim), dtype=np.float32) - np.float32(0.5)) / np.float32(dim))
         syn0 = be.asarray(np.ascontiguousarray(syn0, np.float32))
-        tree = huffman_tree(vocab.counts) if self.hs else None
+        tree = huffman_tree(vocab.counts, self.huffman_ties) if self.hs else None
         codes = be.asarray(tree.codes if tree else np.zeros(1, np.uint8))
         points = be.asarray(tree.points if tree else np.zeros(1, np.int32))
         code_offsets = be.asarray(tree.offsets if tree else np.zeros(n_vocab + 1, np.int64))
