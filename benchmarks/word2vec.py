@@ -5,7 +5,8 @@ Corpus: the Project Gutenberg books of ``../shared/data/en-gutenberg`` plus the 
 inside words), a line per input line, written once to a temporary file that both read (gensim
 through ``LineSentence``, gpu_text through its document reader). Settings: CBOW-HS (the seed's:
 dim 100, window 5, min_count 5, sample 1e-3, 5 epochs) and SG-NS (negative 5, hs 0), 2 threads /
-2 workers; CBOW-HS a second time with gensim's Huffman tie order (``huffman_ties="gensim"``). Reported per seed: vocabulary seconds, training seconds, words/s (corpus words x
+2 workers; gpu_text a second time with ``compat="gensim"`` (gensim's Huffman tie order, initial
+vectors and logistic table). Reported per seed: vocabulary seconds, training seconds, words/s (corpus words x
 epochs / training seconds, and including the vocabulary pass), WS-353 and SimLex-999 Spearman,
 Google analogy accuracy (restrict_vocab 300000, gensim's rules).
 
@@ -116,10 +117,9 @@ def compare(seeds: list[int], epochs: int, fraction: float, threads: int, backen
     with tempfile.TemporaryDirectory() as tmp:
         path, tokens = prepare_corpus(Path(tmp) / "corpus.txt", fraction)
         for name, settings in SETTINGS.items():
-            # hierarchical softmax also with gensim's tree: its tie order moves the scores (huffman.py)
-            variants = {"gensim": None, f"gpu_text[{backend}]": {}}
-            if settings["hs"]:
-                variants[f"gpu_text[{backend}] gensim ties"] = {"huffman_ties": "gensim"}
+            # also with gensim's tree, initial vectors and logistic table (compat="gensim")
+            variants = {"gensim": None, f"gpu_text[{backend}]": {}, f"gpu_text[{backend}] compat=gensim":
+                        {"compat": "gensim"}}
             for seed in seeds:
                 for impl, options in variants.items():
                     if options is None:

@@ -80,8 +80,14 @@ def _axpy(g, x, y, dim):
 
 
 @njit(inline="always", **JIT)
-def _sigmoid(f):
-    return np.float32(1.0) / (np.float32(1.0) + np.float32(math.exp(-f)))
+def _sigmoid(f, table):
+    """The logistic function, exact or (``table``) gensim's EXP_TABLE value (see ``cuda/word2vec.cu``)."""
+    if not table:
+        return np.float32(1.0) / (np.float32(1.0) + np.float32(math.exp(-f)))
+    index = np.int64((f + MAX_EXP) * np.float32(83.0))
+    x = (np.float32(index) / np.float32(1000.0) * np.float32(2.0) - np.float32(1.0)) * MAX_EXP
+    e = np.float32(math.exp(x))
+    return e / (e + np.float32(1.0))
 
 
 @njit(inline="always", **JIT)
@@ -120,27 +126,27 @@ def _search_index(cum_table):
 
 
 @njit(inline="always", **JIT)
-def _step(inp, out, neu1e, dim, label, alpha, compute_loss):
+def _step(inp, out, neu1e, dim, label, alpha, compute_loss, table):
     """One output unit ``out`` (a row of syn1 / syn1neg) against the input ``inp``; returns its loss."""
     f = _dot(inp, out, dim)
     if f <= -MAX_EXP or f >= MAX_EXP:
         return 0.0
-    g = (label - _sigmoid(f)) * alpha
+    g = (label - _sigmoid(f, table)) * alpha
     _axpy(g, out, neu1e, dim)
     _axpy(g, inp, out, dim)
     if not compute_loss:
         return 0.0
-    return -math.log(np.float64(_sigmoid(f if label > np.float32(0.5) else -f)))
+    return -math.log(np.float64(_sigmoid(f if label > np.float32(0.5) else -f, table)))
 
 
 @njit(inline="always", **JIT)
 def _outputs(inp, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, search, shift, hs, negative, dim,
-             alpha, key, i, pair, compute_loss):
+             alpha, key, i, pair, compute_loss, table):
     loss = 0.0
     if hs:
         for k in range(code_offsets[word], code_offsets[word + 1]):
             loss += _step(inp, syn1[points[k]], neu1e, dim, np.float32(1.0) - np.float32(codes[k]), alpha,
-                          compute_loss)
+                          compute_loss, table)
     if negative > 0:
         total = np.uint64(cum_table[cum_table.size - 1])
         for d in range(negative + 1):
@@ -152,14 +158,14 @@ def _outputs(inp, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_t
                 if target == word:
                     continue
             label = np.float32(1.0) if d == 0 else np.float32(0.0)
-            loss += _step(inp, syn1neg[target], neu1e, dim, label, alpha, compute_loss)
+            loss += _step(inp, syn1neg[target], neu1e, dim, label, alpha, compute_loss, table)
     return loss
 
 
 @njit(**JIT)
 def _train_unit(u, ids_owner, row_offsets_owner, syn0_owner, syn1_owner, syn1neg_owner, codes_owner, points_owner,
                 code_offsets_owner, cum_owner, search_owner, shift, sg, hs, negative, window, cbow_mean, alpha_start,
-                alpha_end, key, unit_words, compute_loss):
+                alpha_end, key, unit_words, compute_loss, table):
     # borrowed views (see cpu_fallback.borrow): the owners are arguments, alive to the end, and the
     # rows taken per word below are views without a reference count
     ids, row_offsets = borrow(ids_owner), borrow(row_offsets_owner)
@@ -192,7 +198,7 @@ def _train_unit(u, ids_owner, row_offsets_owner, syn0_owner, syn1_owner, syn1neg
                 for d in range(dim):
                     neu1e[d] = np.float32(0.0)
                 total += _outputs(inp, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, search,
-                                  shift, hs, negative, dim, alpha, key, i, j - i + window, compute_loss)
+                                  shift, hs, negative, dim, alpha, key, i, j - i + window, compute_loss, table)
                 _axpy(np.float32(1.0), neu1e, inp, dim)
             continue
         for d in range(dim):
@@ -211,7 +217,7 @@ def _train_unit(u, ids_owner, row_offsets_owner, syn0_owner, syn1_owner, syn1neg
         for d in range(dim):
             neu1e[d] = np.float32(0.0)
         total += _outputs(neu1, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, search, shift,
-                          hs, negative, dim, alpha, key, i, 0, compute_loss)
+                          hs, negative, dim, alpha, key, i, 0, compute_loss, table)
         if not cbow_mean:
             for d in range(dim):
                 neu1e[d] *= inv_count
@@ -223,7 +229,7 @@ def _train_unit(u, ids_owner, row_offsets_owner, syn0_owner, syn1_owner, syn1neg
 
 @njit(parallel=True, **JIT)
 def _train(ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offsets, cum_table, sg, hs, negative, window,
-           cbow_mean, alpha_start, alpha_end, key, unit_words, compute_loss, n_threads):
+           cbow_mean, alpha_start, alpha_end, key, unit_words, compute_loss, table, n_threads):
     n_units = (ids.size + unit_words - 1) // unit_words
     loss = np.zeros(n_units)
     search, shift = _search_index(cum_table)
@@ -236,13 +242,14 @@ def _train(ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offsets, c
         for u in range(t, n_units, n_threads):
             loss[u] = _train_unit(u, ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offsets, cum_table,
                                   search, shift, sg, hs, negative, window, cbow_mean, alpha_start, alpha_end, key,
-                                  unit_words, compute_loss)
+                                  unit_words, compute_loss, table)
     return loss
 
 
 def train_epoch(ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offsets, cum_table, sg, hs, negative,
-                window, cbow_mean, alpha_start, alpha_end, key, unit_words, compute_loss):
+                window, cbow_mean, alpha_start, alpha_end, key, unit_words, compute_loss, sigmoid_table=0):
     """Trains one epoch in place (Hogwild); returns the loss of every unit of ``unit_words`` positions.
+    ``sigmoid_table``: 1 for gensim's tabulated logistic function instead of the exact one.
 
     >>> syn0 = np.full((2, 4), 0.1, np.float32); syn1 = np.zeros((1, 4), np.float32)
     >>> tree = (np.array([0, 1], np.uint8), np.array([0, 0], np.int32), np.array([0, 1, 2]))
@@ -258,7 +265,7 @@ def train_epoch(ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offse
     return _train(c(ids), c(row_offsets), syn0, syn1, syn1neg, c(codes), c(points), c(code_offsets), c(cum_table),
                   np.int64(sg), np.int64(hs), np.int64(negative), np.int64(window), np.int64(cbow_mean),
                   np.float64(alpha_start), np.float64(alpha_end), np.uint64(key), np.int64(unit_words),
-                  np.int64(compute_loss), np.int64(get_num_threads()))
+                  np.int64(compute_loss), np.int64(sigmoid_table), np.int64(get_num_threads()))
 
 
 def unit_words(batch_words):

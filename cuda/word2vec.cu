@@ -31,7 +31,18 @@ __device__ __forceinline__ float w2v_dot(const float* a, const float* b, int dim
     return acc;
 }
 
-__device__ __forceinline__ float w2v_sigmoid(float f) { return 1.0f / (1.0f + expf(-f)); }
+// The logistic function, exact (table == 0) or as gensim's EXP_TABLE gives it (table == 1): 1000
+// entries over [-6, 6) indexed by (int)((f + 6) * 83), the 83 being gensim's integer division
+// 1000 / 6 / 2, so the entry read is sigma(-6 + 0.012 * index) = sigma(0.996 f - 0.024) rounded
+// down to the grid. The _rn intrinsics keep the index arithmetic from being fused into an FMA, so
+// the GPU computes gensim's (and the Numba twin's) float32 values.
+__device__ __forceinline__ float w2v_sigmoid(float f, int table) {
+    if (!table) return 1.0f / (1.0f + expf(-f));
+    const int index = (int)__fmul_rn(__fadd_rn(f, W2V_MAX_EXP), 83.0f);
+    const float x = __fmul_rn(__fsub_rn(__fmul_rn((float)index / 1000.0f, 2.0f), 1.0f), W2V_MAX_EXP);
+    const float e = (float)exp((double)x);
+    return e / (e + 1.0f);
+}
 
 // First index whose cumulative weight is >= r (bisect_left).
 __device__ __forceinline__ int w2v_lower_bound(const u32* cum, i64 n, u64 r) {
@@ -45,26 +56,27 @@ __device__ __forceinline__ int w2v_lower_bound(const u32* cum, i64 n, u64 r) {
 
 // One output step: f = <in, out>, and unless |f| >= 6 neu1e += g * out, out += g * in.
 __device__ __forceinline__ double w2v_step(const float* in, float* out, float* neu1e, int dim, int lane, float label,
-                                           float alpha, int compute_loss) {
+                                           float alpha, int compute_loss, int table) {
     const float f = w2v_dot(in, out, dim, lane);
     if (f <= -W2V_MAX_EXP || f >= W2V_MAX_EXP) return 0.0;
-    const float g = (label - w2v_sigmoid(f)) * alpha;
+    const float g = (label - w2v_sigmoid(f, table)) * alpha;
     for (int d = lane; d < dim; d += 32) neu1e[d] += g * out[d];
     for (int d = lane; d < dim; d += 32) out[d] += g * in[d];
     if (!compute_loss) return 0.0;
-    return -log((double)w2v_sigmoid(label > 0.5f ? f : -f));
+    return -log((double)w2v_sigmoid(label > 0.5f ? f : -f, table));
 }
 
 // Hierarchical softmax over `word`'s path, then `negative` samples; returns the loss.
 __device__ __forceinline__ double w2v_outputs(const float* in, float* neu1e, int word, float* syn1, float* syn1neg,
                                               const u8* codes, const int* points, const i64* code_offsets,
                                               const u32* cum_table, i64 vocab, int hs, int negative, int dim,
-                                              int lane, float alpha, u64 key, i64 i, u64 pair, int compute_loss) {
+                                              int lane, float alpha, u64 key, i64 i, u64 pair, int compute_loss,
+                                              int table) {
     double loss = 0.0;
     if (hs) {
         for (i64 k = code_offsets[word]; k < code_offsets[word + 1]; ++k)
             loss += w2v_step(in, syn1 + (i64)points[k] * dim, neu1e, dim, lane, 1.0f - (float)codes[k], alpha,
-                             compute_loss);
+                             compute_loss, table);
     }
     for (int d = 0; d <= negative && negative > 0; ++d) {
         int target = word;
@@ -73,7 +85,8 @@ __device__ __forceinline__ double w2v_outputs(const float* in, float* neu1e, int
             target = w2v_lower_bound(cum_table, vocab, r);
             if (target == word) continue;
         }
-        loss += w2v_step(in, syn1neg + (i64)target * dim, neu1e, dim, lane, d == 0 ? 1.0f : 0.0f, alpha, compute_loss);
+        loss += w2v_step(in, syn1neg + (i64)target * dim, neu1e, dim, lane, d == 0 ? 1.0f : 0.0f, alpha, compute_loss,
+                         table);
     }
     return loss;
 }
@@ -93,7 +106,8 @@ w2v_train(const int* __restrict__ ids, const i64* __restrict__ row_offsets, i64 
           i64 unit_words, i64 unit_begin, i64 unit_end, float* syn0, float* syn1, float* syn1neg,
           const u8* __restrict__ codes, const int* __restrict__ points, const i64* __restrict__ code_offsets,
           const u32* __restrict__ cum_table, i64 vocab, int sg, int hs, int negative, int window, int cbow_mean,
-          int dim, double alpha_start, double alpha_end, u64 key, int compute_loss, double* __restrict__ loss) {
+          int dim, double alpha_start, double alpha_end, u64 key, int compute_loss, int sigmoid_table,
+          double* __restrict__ loss) {
     const i64 u = unit_begin + (i64)blockIdx.x * GT_WARPS + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (u >= unit_end) return;  // whole warps leave together
@@ -116,7 +130,8 @@ w2v_train(const int* __restrict__ ids, const i64* __restrict__ row_offsets, i64 
                 float* in = syn0 + (i64)ids[j] * dim;
                 for (int d = lane; d < dim; d += 32) neu1e[d] = 0.0f;
                 total += w2v_outputs(in, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, vocab,
-                                     hs, negative, dim, lane, alpha, key, i, (u64)(j - i + window), compute_loss);
+                                     hs, negative, dim, lane, alpha, key, i, (u64)(j - i + window), compute_loss,
+                                     sigmoid_table);
                 for (int d = lane; d < dim; d += 32) in[d] += neu1e[d];
             }
             continue;
@@ -135,7 +150,7 @@ w2v_train(const int* __restrict__ ids, const i64* __restrict__ row_offsets, i64 
             for (int d = lane; d < dim; d += 32) neu1[d] *= inv_count;
         for (int d = lane; d < dim; d += 32) neu1e[d] = 0.0f;
         total += w2v_outputs(neu1, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, vocab, hs,
-                             negative, dim, lane, alpha, key, i, 0, compute_loss);
+                             negative, dim, lane, alpha, key, i, 0, compute_loss, sigmoid_table);
         if (!cbow_mean)
             for (int d = lane; d < dim; d += 32) neu1e[d] *= inv_count;
         for (i64 j = lo; j < hi; ++j) {

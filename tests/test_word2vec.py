@@ -358,3 +358,21 @@ def test_cli_trains_on_raw_chinese_with_a_segmentation_dictionary(tmp_path):
                      "--backend", "cpu")
     assert_one_line_error(result, f"{bad}:2")
     assert not (tmp_path / "w.txt").exists()
+
+
+@pytest.mark.parametrize("sg,cbow_mean", [(0, 1), (0, 0), (1, 1)])
+def test_compat_gensim_makes_gensims_updates(sg, cbow_mean):
+    """With no random draw left (sample 0, window 1, a constant alpha, one worker) both make the same
+    updates from the same initial vectors: compat="gensim" reproduces gensim's model."""
+    gensim = require("gensim.models")
+    corpus = random_corpus(11, n_sentences=200)
+    settings = dict(vector_size=16, window=1, min_count=2, sample=0, sg=sg, hs=1, negative=0, cbow_mean=cbow_mean,
+                    alpha=0.025, min_alpha=0.025, epochs=1, seed=5)
+    theirs = gensim.Word2Vec(corpus, workers=1, **settings)
+    ours = Word2Vec(**settings, compat="gensim", deterministic=True, backend="cpu").fit(corpus)
+    assert ours.wv_.index_to_key == list(theirs.wv.index_to_key)
+    moved = np.abs(theirs.wv.vectors).max()
+    # float32 dot products summed in another order (BLAS sdot there) are all that differs
+    np.testing.assert_allclose(np.asarray(ours.wv_.vectors), theirs.wv.vectors, atol=1e-4 * moved, rtol=0)
+    default = Word2Vec(**settings, deterministic=True, backend="cpu").fit(corpus)  # the seed's choices differ
+    assert np.abs(np.asarray(default.wv_.vectors) - theirs.wv.vectors).max() > 1e-2 * moved

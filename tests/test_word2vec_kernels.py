@@ -33,7 +33,7 @@ def problem(seed, n_vocab=7, n_words=60, dim=5):
     return counts, ids, offsets, syn0
 
 
-def train(ops, asarray, counts, ids, offsets, syn0, sg, hs, negative, cbow_mean, epochs=2, alpha=0.05):
+def train(ops, asarray, counts, ids, offsets, syn0, sg, hs, negative, cbow_mean, epochs=2, alpha=0.05, table=0):
     tree = huffman_tree(counts)
     n_vocab, dim = syn0.shape
     weights = [asarray(syn0.copy()), asarray(np.zeros((n_vocab - 1, dim), np.float32)),
@@ -46,7 +46,7 @@ def train(ops, asarray, counts, ids, offsets, syn0, sg, hs, negative, cbow_mean,
         kept = np.concatenate(([0], np.cumsum(keep)))
         epoch_ids, epoch_offsets = np.ascontiguousarray(ids[keep]), kept[offsets].astype(np.int64)
         loss = ops.train_epoch(asarray(epoch_ids), asarray(epoch_offsets), *weights, *args, sg, hs, negative, 2,
-                               cbow_mean, alpha, alpha / 2, key, max(1, epoch_ids.size), 1)
+                               cbow_mean, alpha, alpha / 2, key, max(1, epoch_ids.size), 1, table)
         losses.append(float(host(loss).sum()))
         keeps.append(keep)
     return [host(w) for w in weights], losses, keeps
@@ -63,20 +63,22 @@ class _Bound:
 MODES = [(0, 1, 0, 1), (0, 0, 3, 1), (0, 1, 2, 0), (1, 1, 0, 1), (1, 0, 4, 1)]
 
 
-@pytest.mark.parametrize("dim", [5, 70])
+@pytest.mark.parametrize("dim,table", [(5, 0), (70, 0), (5, 1)])  # table: gensim's logistic table
 @pytest.mark.parametrize("sg,hs,negative,cbow_mean", MODES)
-def test_kernels_match(backend, sg, hs, negative, cbow_mean, dim):
+def test_kernels_match(backend, sg, hs, negative, cbow_mean, dim, table):
     counts, ids, offsets, syn0 = problem(sg * 10 + negative, n_words=60 if dim < 32 else 200, dim=dim)
     got, got_loss, got_keep = train(_Bound(backend), backend.asarray, counts, ids, offsets, syn0, sg, hs, negative,
-                                    cbow_mean)
-    want, want_loss, want_keep = train(numba_w2v, np.asarray, counts, ids, offsets, syn0, sg, hs, negative, cbow_mean)
+                                    cbow_mean, table=table)
+    want, want_loss, want_keep = train(numba_w2v, np.asarray, counts, ids, offsets, syn0, sg, hs, negative, cbow_mean,
+                                       table=table)
     for g, w in zip(got_keep, want_keep):
         np.testing.assert_array_equal(g, w)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, atol=ATOL_TWINS, rtol=0)
     np.testing.assert_allclose(got_loss, want_loss, rtol=1e-5)
     assert np.abs(want[0] - syn0).max() > 1e-4  # something was learnt
-    ref, ref_loss, ref_keep = train(reference, np.asarray, counts, ids, offsets, syn0, sg, hs, negative, cbow_mean)
+    ref, ref_loss, ref_keep = train(reference, np.asarray, counts, ids, offsets, syn0, sg, hs, negative, cbow_mean,
+                                    table=table)
     for g, w in zip(ref_keep, want_keep):
         np.testing.assert_array_equal(g, w)
     for g, w in zip(ref, want):

@@ -28,8 +28,9 @@ def subsample(rt: KernelRuntime, ids: Any, sample_int: Any, key: int) -> Any:
 def train_epoch(rt: KernelRuntime, ids: Any, row_offsets: Any, syn0: Any, syn1: Any, syn1neg: Any, codes: Any,
                 points: Any, code_offsets: Any, cum_table: Any, sg: int, hs: int, negative: int, window: int,
                 cbow_mean: int, alpha_start: float, alpha_end: float, key: int, unit_words: int,
-                compute_loss: int) -> Any:
-    """Trains one epoch in place (Hogwild); returns the loss of every unit of ``unit_words`` positions."""
+                compute_loss: int, sigmoid_table: int = 0) -> Any:
+    """Trains one epoch in place (Hogwild); returns the loss of every unit of ``unit_words`` positions.
+    ``sigmoid_table``: 1 for gensim's tabulated logistic function instead of the exact one."""
     xp = rt.xp
     dim = int(syn0.shape[1])
     if dim > MAX_DIM:
@@ -45,7 +46,8 @@ def train_epoch(rt: KernelRuntime, ids: Any, row_offsets: Any, syn0: Any, syn1: 
                (ids, row_offsets, i64(n_rows), i64(n_words), i64(unit_words), i64(begin), i64(end), syn0, syn1,
                 syn1neg, codes, points, code_offsets, cum_table, i64(cum_table.size), np.int32(sg), np.int32(hs),
                 np.int32(negative), np.int32(window), np.int32(cbow_mean), np.int32(dim), np.float64(alpha_start),
-                np.float64(alpha_end), np.uint64(key), np.int32(compute_loss), loss[begin:end]),
+                np.float64(alpha_end), np.uint64(key), np.int32(compute_loss), np.int32(sigmoid_table),
+                loss[begin:end]),
                shared_mem=WARPS * 2 * dim * 4)
     return loss
 

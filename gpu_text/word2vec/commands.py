@@ -40,7 +40,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     model = Word2Vec(vector_size=args.size, window=args.window, min_count=args.min_count, sample=args.sample,
                      sg=int(args.skipgram), hs=int(args.negative == 0), negative=args.negative, alpha=args.alpha,
                      min_alpha=args.min_alpha, epochs=args.epochs, seed=args.seed, deterministic=args.deterministic,
-                     compute_loss=True, huffman_ties=args.huffman_ties, segment=segmenter,
+                     compute_loss=True, compat=args.compat, segment=segmenter,
                      backend=args.backend or "auto")
     with progress_bar(args.epochs, "word2vec") as bar:
         bar.unit = "epoch"
@@ -144,8 +144,9 @@ def add_commands(subparsers: Any) -> None:
     train.add_argument("--min-alpha", type=non_negative_float, default=1e-4)
     train.add_argument("--epochs", type=positive_int, default=5)
     train.add_argument("--seed", type=non_negative_int, default=1)
-    train.add_argument("--huffman-ties", choices=["word2vec", "gensim"], default="word2vec",
-                       help="tie order of the hierarchical-softmax tree: word2vec.c's (default) or gensim's")
+    train.add_argument("--compat", choices=["gensim"], default=None,
+                       help="gensim 4.4's Huffman tie order, initial vectors and logistic table (default: word2vec.c's "
+                            "tree, the seed's initial vectors, the exact logistic function)")
     train.add_argument("--deterministic", action="store_true",
                        help="bit-identical vectors for a seed (one sequential pass: no parallelism)")
     train.add_argument("--backend", choices=["auto", "cuda", "cpu"], default=None,

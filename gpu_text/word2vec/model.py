@@ -13,7 +13,7 @@ unit, so the same seed gives bit-identical vectors on the same backend whatever 
 or ``batch_words``. It costs all parallelism: one CPU core, or one warp of the GPU.
 
 Initialisation: ``syn0`` uniform in ±0.5/``vector_size`` from ``numpy.random.default_rng(seed)``
-(gensim seeds each word from a hash of the word instead), ``syn1``/``syn1neg`` zero.
+(``compat="gensim"``: ±1/``vector_size``, gensim 4.4's draw), ``syn1``/``syn1neg`` zero.
 
 >>> corpus = [["a", "b", "c", "a", "b"], ["b", "c", "a"]] * 20
 >>> model = Word2Vec(vector_size=8, min_count=1, epochs=2, deterministic=True, backend="cpu").fit(corpus)
@@ -32,7 +32,7 @@ import numpy as np
 
 from gpu_text.backend import BACKEND_NAMES, Backend, get_backend
 from gpu_text.estimator import Estimator
-from gpu_text.word2vec.huffman import TIES, huffman_tree
+from gpu_text.word2vec.huffman import huffman_tree
 from gpu_text.word2vec.keyed_vectors import KeyedVectors
 from gpu_text.word2vec.vocabulary import Vocabulary, build_vocabulary
 
@@ -88,9 +88,13 @@ def cum_table(counts: np.ndarray, ns_exponent: float) -> np.ndarray:
 class Word2Vec(Estimator):
     """word2vec with gensim 4.4's parameters and their meaning (see the module docstring).
 
-    ``huffman_ties``: how the hierarchical-softmax tree breaks ties between equal counts,
-    ``"word2vec"`` (word2vec.c's and the seed's) or ``"gensim"`` (gensim 4.4's heap, to reproduce
-    its runs; see :mod:`gpu_text.word2vec.huffman`).
+    ``compat``: ``None`` (the seed's and word2vec.c's choices: word2vec.c's Huffman tie order,
+    syn0 uniform in ±0.5/``vector_size``, the exact logistic function) or ``"gensim"``: gensim
+    4.4's three instead (its heap's tie order, syn0 uniform in ±1/``vector_size`` drawn exactly as
+    gensim draws it for the same seed, its 1000-entry logistic table read at ``(int)((f + 6) * 83)``).
+    Given the same random draws a ``"gensim"`` run then makes gensim's updates (a test checks the
+    vectors against gensim's after an epoch). The tie order moves the scores most (see
+    :mod:`gpu_text.word2vec.huffman`).
 
     ``segment``: ``None``, or a :class:`~gpu_text.segment.Segmenter`; the corpus is then raw text
     (a path, paths or a ``TextBatch``) cut into its words while it is read (Chinese text to vectors
@@ -113,7 +117,7 @@ class Word2Vec(Estimator):
                  sample: float = 1e-3, sg: int = 0, hs: int = 1, negative: int = 0, ns_exponent: float = 0.75,
                  cbow_mean: int = 1, alpha: float = 0.025, min_alpha: float = 1e-4, epochs: int = 5, seed: int = 1,
                  batch_words: int = 10000, deterministic: bool = False, compute_loss: bool = False,
-                 huffman_ties: str = "word2vec", segment: Any = None, backend: str = "auto") -> None:
+                 compat: str | None = None, segment: Any = None, backend: str = "auto") -> None:
         self.vector_size = vector_size
         self.window = window
         self.min_count = min_count
@@ -131,7 +135,7 @@ class Word2Vec(Estimator):
         self.batch_words = batch_words
         self.deterministic = deterministic
         self.compute_loss = compute_loss
-        self.huffman_ties = huffman_ties
+        self.compat = compat
         self.segment = segment
         self.backend = backend
 
@@ -152,7 +156,7 @@ class Word2Vec(Estimator):
                       "a finite number > 0")
         self._require(isinstance(self.deterministic, bool), "deterministic", "True or False")
         self._require(isinstance(self.compute_loss, bool), "compute_loss", "True or False")
-        self._require(self.huffman_ties in TIES, "huffman_ties", f"one of {', '.join(map(repr, TIES))}")
+        self._require(self.compat in (None, "gensim"), "compat", "None or 'gensim'")
         self._require(self.segment is None or callable(getattr(self.segment, "segment", None)), "segment",
                       "None or a Segmenter (raw text is then cut into its words)")
         self._require(isinstance(self.backend, str) and self.backend.strip().lower() in BACKEND_NAMES, "backend",
@@ -176,9 +180,16 @@ class Word2Vec(Estimator):
         ops = be.ops("word2vec")
         n_vocab, dim = len(vocab), self.vector_size
         rng = np.random.default_rng(self.seed)
-        syn0 = ((rng.random((n_vocab, dim), dtype=np.float32) - np.float32(0.5)) / np.float32(dim))
+        gensim = self.compat == "gensim"
+        syn0 = rng.random((n_vocab, dim), dtype=np.float32)
+        if gensim:  # gensim's prep_vectors, in its order of float32 operations
+            syn0 *= np.float32(2.0)
+            syn0 -= np.float32(1.0)
+            syn0 /= np.float32(dim)
+        else:
+            syn0 = (syn0 - np.float32(0.5)) / np.float32(dim)
         syn0 = be.asarray(np.ascontiguousarray(syn0, np.float32))
-        tree = huffman_tree(vocab.counts, self.huffman_ties) if self.hs else None
+        tree = huffman_tree(vocab.counts, "gensim" if gensim else "word2vec") if self.hs else None
         codes = be.asarray(tree.codes if tree else np.zeros(1, np.uint8))
         points = be.asarray(tree.points if tree else np.zeros(1, np.int32))
         code_offsets = be.asarray(tree.offsets if tree else np.zeros(n_vocab + 1, np.int64))
@@ -203,7 +214,7 @@ class Word2Vec(Estimator):
                 unit = n_words if self.deterministic else units
                 losses = ops.train_epoch(epoch_ids, epoch_offsets, syn0, syn1, syn1neg, codes, points, code_offsets,
                                          cum, self.sg, self.hs, self.negative, self.window, self.cbow_mean,
-                                         start_alpha, end_alpha, key, unit, int(self.compute_loss))
+                                         start_alpha, end_alpha, key, unit, int(self.compute_loss), int(gensim))
                 loss = float(losses.sum())
             self._check_finite(xp, (syn0, syn1, syn1neg), loss, epoch)
             seconds = time.perf_counter() - tick
