@@ -29,9 +29,6 @@ the first occurrence, or the first one after the word was pruned). Documents lon
 """
 from __future__ import annotations
 
-import itertools
-import os
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,14 +36,11 @@ import numpy as np
 
 from gpu_text.backend import get_backend
 from gpu_text.batch import TextBatch
-from gpu_text.documents import DEFAULT_CHUNK_BYTES, read_documents
-from gpu_text.ragged import RaggedArray
-from gpu_text.utf8 import validate
+from gpu_text.documents import DEFAULT_CHUNK_BYTES
+from gpu_text.token_batches import segmented_batches, token_batches
 
 # gensim's MAX_WORDS_IN_BATCH: LineSentence and word2vec_inner cut sentences at this length.
 MAX_WORDS = 10000
-# Token lists are packed into batches of about this many tokens before counting.
-TOKENS_PER_BATCH = 1 << 20
 
 
 @dataclass
@@ -101,14 +95,6 @@ class EncodedCorpus:
         return int(self.ids.size)
 
 
-@dataclass
-class _TokenBatch:
-    data: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-    doc_offsets: np.ndarray
-
-
 def build_vocabulary(corpus: Any, min_count: int = 5, max_vocab_size: int | None = None, field: str = "text",
                      chunk_bytes: int = DEFAULT_CHUNK_BYTES, progress: Any = None, segment: Any = None,
                      backend: Any = None) -> tuple[Vocabulary, EncodedCorpus]:
@@ -132,9 +118,9 @@ def build_vocabulary(corpus: Any, min_count: int = 5, max_vocab_size: int | None
     raw_parts, doc_lengths = [], []
     position = 0
     if segment is not None:
-        batches, is_ids = _segmented_batches(corpus, segment, field, chunk_bytes, progress, backend), False
+        batches, is_ids = segmented_batches(corpus, segment, field, chunk_bytes, progress, backend), False
     else:
-        batches, is_ids = _token_batches(corpus, field, chunk_bytes, progress)
+        batches, is_ids = token_batches(corpus, field, chunk_bytes, progress)
     for batch in batches:
         raw = np.empty(batch.starts.size, np.int32)
         state = count(batch.data, batch.starts, batch.ends, batch.doc_offsets, position, max_vocab_size or 0, raw,
@@ -181,112 +167,6 @@ def encode_chunks(ids: np.ndarray, doc_lengths: np.ndarray, max_words: int = MAX
 def _key(arena: np.ndarray, start: int, length: int, is_ids: bool) -> Any:
     raw = arena[start:start + length].tobytes()
     return int(np.frombuffer(raw, "<i4")[0]) if is_ids else raw.decode("utf-8")
-
-
-def _token_batches(corpus: Any, field: str, chunk_bytes: int, progress: Any) -> tuple[Iterator[_TokenBatch], bool]:
-    if isinstance(corpus, TextBatch):
-        return _split_batches([corpus], "the TextBatch"), False
-    if isinstance(corpus, RaggedArray):
-        return iter([_id_batch(corpus)]), True
-    if isinstance(corpus, (str, os.PathLike)):
-        return _file_batches([corpus], field, chunk_bytes, progress), False
-    if isinstance(corpus, (bytes, bytearray)) or not isinstance(corpus, Iterable):
-        raise TypeError(f"corpus must be a path, a list of paths, a TextBatch, a RaggedArray of ids or an iterable "
-                        f"of token lists, not {type(corpus).__name__}")
-    items = iter(corpus)
-    first = next(items, None)
-    if first is None:
-        return iter(()), False
-    items = itertools.chain([first], items)
-    if isinstance(first, (str, os.PathLike)):
-        return _file_batches(list(items), field, chunk_bytes, progress), False
-    if isinstance(first, RaggedArray) and not isinstance(first, TextBatch):
-        return (_id_batch(part) for part in items), True
-    return _list_batches(items), False
-
-
-def _valid_batches(batches: Iterable[TextBatch], where: str) -> Iterator[TextBatch]:
-    """The batches on the host, each checked to be UTF-8 (an error names ``where`` and the line)."""
-    line = 1
-    for batch in batches:
-        batch = batch.to_numpy()
-        ok = validate(batch, backend="cpu")
-        if not bool(ok.all()):
-            bad = int(np.argmin(ok))
-            raise ValueError(f"{where}:{line + bad}: not UTF-8 text (line {line + bad} has an invalid byte sequence)")
-        line += len(batch)
-        yield batch
-
-
-def _split_batches(batches: Iterable[TextBatch], where: str) -> Iterator[_TokenBatch]:
-    split = get_backend("cpu").op("word2vec_vocab", "split_whitespace")
-    for batch in _valid_batches(batches, where):
-        starts, ends, doc_offsets = split(batch.data, batch.offsets)
-        yield _TokenBatch(batch.data, starts, ends, doc_offsets)
-
-
-def _segmented_batches(corpus: Any, segmenter: Any, field: str, chunk_bytes: int, progress: Any,
-                       backend: Any) -> Iterator[_TokenBatch]:
-    if not callable(getattr(segmenter, "segment", None)):
-        raise TypeError(f"segment must be a Segmenter (with a segment() method), not {type(segmenter).__name__}")
-    if isinstance(corpus, TextBatch):
-        sources: Iterator[tuple[Iterable[TextBatch], str]] = iter([([corpus], "the TextBatch")])
-    elif isinstance(corpus, (str, os.PathLike)):
-        sources = iter([(read_documents([corpus], field, chunk_bytes, progress), str(corpus))])
-    elif isinstance(corpus, (bytes, bytearray)) or not isinstance(corpus, Iterable):
-        raise TypeError(f"with segment, corpus must be a path, a list of paths or a TextBatch of raw text, not "
-                        f"{type(corpus).__name__}")
-    else:
-        paths = list(corpus)
-        if not all(isinstance(p, (str, os.PathLike)) for p in paths):
-            raise TypeError("with segment, corpus must be a path, a list of paths or a TextBatch of raw text")
-        sources = ((read_documents([p], field, chunk_bytes, progress), str(p)) for p in paths)
-    for batches, where in sources:
-        for batch in _valid_batches(batches, where):
-            words = segmenter.segment(batch, backend=backend)
-            starts, ends = words.starts.to_numpy(), words.ends.to_numpy()
-            base = np.repeat(batch.offsets[:-1].astype(np.int64), np.diff(starts.offsets))
-            yield _TokenBatch(batch.data, base + starts.values.astype(np.int64), base + ends.values.astype(np.int64),
-                              starts.offsets.astype(np.int64))
-
-
-def _file_batches(paths: list[Any], field: str, chunk_bytes: int, progress: Any) -> Iterator[_TokenBatch]:
-    for path in paths:
-        yield from _split_batches(read_documents([path], field, chunk_bytes, progress), str(path))
-
-
-def _id_batch(ids: RaggedArray) -> _TokenBatch:
-    values = np.ascontiguousarray(ids.to_numpy().values)
-    if values.dtype.kind not in "iu":
-        raise TypeError(f"a RaggedArray corpus must hold integer token ids, not {values.dtype}")
-    data = values.astype("<i4").view(np.uint8)
-    starts = np.arange(values.size, dtype=np.int64) * 4
-    return _TokenBatch(data, starts, starts + 4, ids.to_numpy().offsets.astype(np.int64))
-
-
-def _list_batches(sentences: Iterator[Any]) -> Iterator[_TokenBatch]:
-    tokens: list[str] = []
-    lengths: list[int] = []
-    for number, sentence in enumerate(sentences):
-        if isinstance(sentence, (str, bytes)):
-            raise TypeError(f"corpus item {number} is a single string, not a list of tokens")
-        before = len(tokens)
-        tokens.extend(sentence)
-        lengths.append(len(tokens) - before)
-        if len(tokens) >= TOKENS_PER_BATCH:
-            yield _pack(tokens, lengths)
-            tokens, lengths = [], []
-    if lengths:
-        yield _pack(tokens, lengths)
-
-
-def _pack(tokens: list[str], lengths: list[int]) -> _TokenBatch:
-    for i, token in enumerate(tokens):
-        if not isinstance(token, str):
-            raise TypeError(f"tokens must be str, got {type(token).__name__} {token!r}")
-    batch = TextBatch.from_strings(tokens)
-    return _TokenBatch(batch.data, batch.offsets[:-1].copy(), batch.offsets[1:].copy(),
-                       np.concatenate(([0], np.cumsum(lengths))).astype(np.int64))
 
 
 __all__ = ["EncodedCorpus", "MAX_WORDS", "Vocabulary", "build_vocabulary", "encode_chunks"]
