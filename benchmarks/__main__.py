@@ -8,7 +8,7 @@ from pathlib import Path
 
 from benchmarks.harness import Config, report
 
-BENCHMARKS = ["utf8_decode", "segment", "tokenize", "train_tokenizer", "crf", "word2vec"]
+BENCHMARKS = ["utf8_decode", "segment", "tokenize", "train_tokenizer", "crf", "word2vec", "lda"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -256,19 +256,22 @@ def compare_chinese(seeds: list[int], epochs: int, fraction: float, threads: int
         for name, settings in SETTINGS.items():
             found: dict[tuple[str, int], dict[str, set[str]]] = {}
             for seed in seeds:
-                for impl in ("gensim", "gpu_text"):
+                for impl in ("gensim", "gpu_text", "gpu_text compat=gensim"):
                     if impl == "gensim":
                         result, keys, vectors = run_gensim(path, settings, seed, epochs, threads, scores=False)
                     else:
+                        options = {"compat": "gensim"} if "compat" in impl else {}
                         result, keys, vectors = run_gpu_text(path, settings, seed, epochs, threads, backend,
-                                                             scores=False)
+                                                             scores=False, **options)
                     found[impl, seed] = neighbours(keys, vectors, queries)
-                    result.update(setting=name, implementation=impl if impl == "gensim" else f"gpu_text[{backend}]",
+                    result.update(setting=name, implementation=impl.replace("gpu_text", f"gpu_text[{backend}]"),
                                   seed=seed, tokens=tokens, words_per_s=tokens * epochs / result["train_s"],
                                   words_per_s_with_vocab=tokens * epochs / (result["train_s"] + result["vocab_s"]))
                     rows.append(result)
                     print(result, file=sys.stderr, flush=True)
             pairs = {"gpu_text vs gensim": [(("gpu_text", a), ("gensim", b)) for a in seeds for b in seeds],
+                     "gpu_text compat=gensim vs gensim": [(("gpu_text compat=gensim", a), ("gensim", b))
+                                                          for a in seeds for b in seeds],
                      "gensim vs gensim (other seed)": [(("gensim", a), ("gensim", b)) for a in seeds for b in seeds
                                                        if a < b],
                      "gpu_text vs gpu_text (other seed)": [(("gpu_text", a), ("gpu_text", b)) for a in seeds

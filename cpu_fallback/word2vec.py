@@ -27,24 +27,9 @@ from numba import get_num_threads, njit, prange
 
 from .borrow import borrow
 from .jit import JIT
+from .prng import draw as _draw
 
 MAX_EXP = np.float32(6.0)
-M1 = np.uint64(0x9E3779B97F4A7C15)
-M2 = np.uint64(0xBF58476D1CE4E5B9)
-M3 = np.uint64(0x94D049BB133111EB)
-
-
-@njit(inline="always", **JIT)
-def _mix(z):
-    z = z + M1
-    z = (z ^ (z >> np.uint64(30))) * M2
-    z = (z ^ (z >> np.uint64(27))) * M3
-    return z ^ (z >> np.uint64(31))
-
-
-@njit(inline="always", **JIT)
-def _draw(key, position, sub):
-    return _mix(_mix(key ^ np.uint64(position)) ^ np.uint64(sub))
 
 
 @njit(parallel=True, **JIT)

@@ -104,7 +104,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 # The modules that add commands: each has add_commands(subparsers), called in this order.
 COMMAND_MODULES: list[str] = ["gpu_text.segment.commands", "gpu_text.tokenizer.commands", "gpu_text.crf.commands",
-                               "gpu_text.word2vec.commands"]
+                               "gpu_text.word2vec.commands", "gpu_text.lda.commands"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -81,7 +81,17 @@ def _word2vec() -> None:
         model.fit(corpus).wv_.most_similar("the", topn=2)
 
 
-NUMBA_STEPS: list[Callable[[], None]] = [_utf8_and_tries, _tokenizers, _segmenters, _crf, _word2vec]
+def _lda() -> None:
+    from gpu_text.lda import LDA
+
+    docs = [line.lower().split() for line in (SAMPLES / "en-kjv.txt").read_text(encoding="utf-8").splitlines()[:100]]
+    for n_topics, sampler in ((3, "dense"), (60, "sparse"), (60, "mh")):
+        model = LDA(n_topics=n_topics, n_iter=2, eval_every=1, sampler=sampler, backend="cpu").fit(docs)
+        model.transform(docs[:5], n_iter=2)
+        model.perplexity(docs[:5])
+
+
+NUMBA_STEPS: list[Callable[[], None]] = [_utf8_and_tries, _tokenizers, _segmenters, _crf, _word2vec, _lda]
 
 
 def warm_numba() -> None:
