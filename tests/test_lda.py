@@ -438,6 +438,6 @@ def test_reuters_trace_within_the_lda_packages_seed_spread():
                   for seed in (1, 2, 3)]
         mean = np.array(traces).mean(0)
         assert ((mean >= low - spread) & (mean <= high + spread)).all(), (kwargs, mean, low, high, spread)
-    # the progressive start (the sparse sampler's default) is at least as good at every evaluation
-    progressive = LDA(n_topics=K, n_iter=iters, eval_every=every, seed=1, backend="cpu").fit(corpus)
+    # the progressive start (init="progressive") is at least as good at every evaluation
+    progressive = LDA(n_topics=K, n_iter=iters, eval_every=every, seed=1, init="progressive", backend="cpu").fit(corpus)
     assert (np.array([ll for it, ll in progressive.loglikelihood_ if it >= 2 * every]) >= low - spread).all()
