@@ -88,7 +88,7 @@ def _lower_bound(cum, r, lo, n):
     return base + (1 if np.uint64(cum[base]) < r else 0)
 
 
-# Buckets of the negative-sampling search: 2**16 int32 starts (256 KB, an L2's worth), so a draw
+# Buckets of the negative-sampling search: 2**16 int64 starts (512 KB, within an L2), so a draw
 # reads one start and bisects the few words of its bucket, not the whole vocabulary's cache lines.
 SEARCH_BITS = 16
 
