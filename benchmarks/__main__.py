@@ -8,7 +8,7 @@ from pathlib import Path
 
 from benchmarks.harness import Config, report
 
-BENCHMARKS = ["utf8_decode", "segment", "tokenize", "train_tokenizer", "crf", "word2vec", "lda"]
+BENCHMARKS = ["utf8_decode", "segment", "tokenize", "train_tokenizer", "crf", "word2vec", "lda", "training"]
 
 
 def main(argv: list[str] | None = None) -> int:

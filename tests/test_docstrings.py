@@ -11,7 +11,7 @@ import gpu_text
 
 # the benchmark helpers that run on a GPU machine only are checked here on the CPU
 MODULES = sorted(m.name for m in pkgutil.walk_packages(gpu_text.__path__, "gpu_text.")) + [
-    "benchmarks.harness", "benchmarks.tokenize"]
+    "benchmarks.harness", "benchmarks.tokenize", "benchmarks.training"]
 
 
 @pytest.mark.parametrize("name", MODULES)
