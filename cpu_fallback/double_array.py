@@ -23,7 +23,7 @@ def arrays_of(words: list[bytes], values: list[int] | None = None) -> tuple[np.n
     """The four arrays of distinct, non-empty, NUL-free ``words`` (sorted here), for examples and tests.
 
     >>> [a.size for a in arrays_of([b"b", b"a"])]
-    [512, 512, 512, 512]
+    [256, 256, 256, 256]
     """
     order = sorted(range(len(words)), key=words.__getitem__)
     keys = [words[i] for i in order]

@@ -1,4 +1,5 @@
-"""Numba twins of ``cuda/lda.cu``: collapsed Gibbs sampling for LDA, plus the CPU's SparseLDA sampler.
+"""Numba twins of ``cuda/lda.cu``: collapsed Gibbs sampling for LDA; the CPU's SparseLDA and block
+samplers live in ``cpu_fallback/lda_blocks.py`` and are re-exported here (one family, one op set).
 
 Every draw comes from the counter-based hash of (iteration key, token index): the uniform of token
 ``i`` is ``(draw(key, i, 0) >> 11) * 2**-53``, so the draws do not depend on how the work is split.
@@ -45,14 +46,12 @@ True
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numba
 import numpy as np
 from numba import njit, prange
 
 from .borrow import borrow
 from .jit import JIT
+from .lda_draw import UNIT, pick as _pick, uniform as _uniform
 from .prng import draw as _draw
 
 SEQUENTIAL = 0
@@ -60,13 +59,6 @@ JACOBI = 1
 # the CUDA kernel's warp-parallel jacobi (its sums reassociated): the same chain in distribution,
 # run here as plain jacobi
 WARP_JACOBI = 2
-# 2**-53: a 53-bit integer times this is a float64 uniform in [0, 1), exactly
-UNIT = 1.0 / 9007199254740992.0
-
-
-@njit(inline="always", **JIT)
-def _uniform(key, i):
-    return np.float64(_draw(key, i, 0) >> np.uint64(11)) * UNIT
 
 
 @njit(parallel=True, **JIT)
@@ -119,13 +111,24 @@ def count_topics(words: np.ndarray, doc_offsets: np.ndarray, topics: np.ndarray,
     return n_dk, n_wk, n_k
 
 
+
 @njit(inline="always", **JIT)
-def _pick(cum, n, u):
-    """First index whose cumulative mass exceeds ``u`` (``n - 1`` when rounding leaves none)."""
-    for k in range(n):
-        if cum[k] > u:
-            return k
-    return n - 1
+def _mass(n_dk, n_wk, n_k, alpha, beta, vbeta):
+    """One topic's p_k of the canonical rule, in float64 and in this order."""
+    return (np.float64(n_dk) + alpha) * (np.float64(n_wk) + beta) / (np.float64(n_k) + vbeta)
+
+
+@njit(inline="always", **JIT)
+def _cumulate(cum, nd, nw, n_k, alpha, beta, vbeta, own):
+    """The canonical rule's cumulative masses into ``cum`` (returns the total); topic ``own`` has
+    the token's own count left out (``-1``: the counts already exclude it). Subtracting 0 changes
+    no bit, so every sampler computes the same float64 values as the reference."""
+    total = 0.0
+    for k in range(n_k.size):
+        o = 1 if k == own else 0
+        total += _mass(nd[k] - o, nw[k] - o, n_k[k] - o, alpha[k], beta, vbeta)
+        cum[k] = total
+    return total
 
 
 @njit(**JIT)
@@ -144,10 +147,7 @@ def _dense_sequential(words_o, doc_offsets_o, topics_o, n_dk_o, n_wk_o, n_k_o, a
             nd[t] -= 1
             nw[t] -= 1
             n_k[t] -= 1
-            total = 0.0
-            for k in range(n_topics):
-                total += (np.float64(nd[k]) + alpha[k]) * (np.float64(nw[k]) + beta) / (np.float64(n_k[k]) + vbeta)
-                cum[k] = total
+            total = _cumulate(cum, nd, nw, n_k, alpha, beta, vbeta, -1)
             new = _pick(cum, n_topics, _uniform(key, i) * total)
             topics[i] = new
             nd[new] += 1
@@ -167,12 +167,7 @@ def _dense_jacobi(words, doc_offsets, topics, new_topics, n_dk, n_wk, n_k, alpha
         for d in range(c * chunk, min(n_docs, (c + 1) * chunk)):
             for i in range(doc_offsets[d], doc_offsets[d + 1]):
                 w, t = words[i], topics[i]
-                total = 0.0
-                for k in range(n_topics):
-                    own = 1 if k == t else 0
-                    total += ((np.float64(n_dk[d, k] - own) + alpha[k]) * (np.float64(n_wk[w, k] - own) + beta)
-                              / (np.float64(n_k[k] - own) + vbeta))
-                    cum[k] = total
+                total = _cumulate(cum, n_dk[d], n_wk[w], n_k, alpha, beta, vbeta, t)
                 new_topics[i] = _pick(cum, n_topics, _uniform(key, i) * total)
 
 
@@ -218,8 +213,7 @@ def sample_dense(words: np.ndarray, doc_offsets: np.ndarray, topics: np.ndarray,
 def _own_p(n_dk, n_wk, n_k, alpha, beta, vbeta, d, w, t, k):
     """The canonical p_k of a token of topic ``t`` against counts that still hold it."""
     own = 1 if k == t else 0
-    return ((np.float64(n_dk[d, k] - own) + alpha[k]) * (np.float64(n_wk[w, k] - own) + beta)
-            / (np.float64(n_k[k] - own) + vbeta))
+    return _mass(n_dk[d, k] - own, n_wk[w, k] - own, n_k[k] - own, alpha[k], beta, vbeta)
 
 
 @njit(parallel=True, **JIT)
@@ -315,11 +309,7 @@ def _fold_in(words, doc_offsets, topics, n_dk, n_wk, n_k, alpha, beta, key):
             for i in range(doc_offsets[d], doc_offsets[d + 1]):
                 w, t = words[i], topics[i]
                 n_dk[d, t] -= 1
-                total = 0.0
-                for k in range(n_topics):
-                    total += ((np.float64(n_dk[d, k]) + alpha[k]) * (np.float64(n_wk[w, k]) + beta)
-                              / (np.float64(n_k[k]) + vbeta))
-                    cum[k] = total
+                total = _cumulate(cum, n_dk[d], n_wk[w], n_k, alpha, beta, vbeta, -1)
                 new = _pick(cum, n_topics, _uniform(key, i) * total)
                 topics[i] = new
                 n_dk[d, new] += 1
@@ -383,439 +373,7 @@ def fold_in_phi(words: np.ndarray, doc_offsets: np.ndarray, topics: np.ndarray, 
                  np.ascontiguousarray(alpha, np.float64), np.uint64(key))
 
 
-# ---------------------------------------------------------------------------------------------
-# SparseLDA on N-Queen blocks (CPU only)
-
-def n_partitions_for(n_tokens: int, n_docs: int, n_words: int) -> int:
-    """The number ``P`` of document and word blocks of the N-Queen schedule, from the data alone
-    (never from the thread count, so results do not depend on it): about one block per 16k tokens,
-    at most 8, at most the number of documents or words, and at most the mean document length / 8
-    (every document is entered once per block and sweep, and entering it costs O(its topics): with
-    short documents more blocks cost more than the parallelism brings; measured on Sogou news
-    paragraphs of 35 tokens on average, 2 threads: P = 4 is 10-30% faster than P = 8). No CUDA
-    twin (CPU schedule).
-
-    >>> n_partitions_for(1000, 10, 50), n_partitions_for(10**7, 10**4, 10**5), n_partitions_for(10**6, 3 * 10**4, 10**5)
-    (1, 8, 4)
-    """
-    mean_length = n_tokens // max(1, n_docs)
-    return int(max(1, min(8, n_tokens // 16384, mean_length // 8, n_docs, n_words)))
-
-
-@dataclass
-class SparseState:
-    """The token layout and topic lists of :func:`sample_sparse`. No CUDA twin (CPU sampler).
-
-    Tokens are re-ordered once, by cell (document block, word block), documents in order inside a
-    cell; ``index[j]`` is the corpus position of layout slot ``j`` (its draws use that position, so
-    they are the layout's own business). ``topics`` is in layout order: :meth:`corpus_topics`
-    gives it in corpus order. The nonzero topics of every document and word live in lists of
-    capacity ``min(K, length)`` (at most one entry per token in all), kept current by the sampler.
-    """
-
-    n_partitions: int
-    cell_offsets: np.ndarray  # int64[P*P + 1]
-    words: np.ndarray  # int32[N], layout order
-    docs: np.ndarray  # int32[N]
-    index: np.ndarray  # int64[N]: corpus position of every slot
-    topics: np.ndarray  # int32[N], layout order
-    doc_lists: np.ndarray
-    doc_nnz: np.ndarray
-    doc_list_offsets: np.ndarray
-    word_entries: np.ndarray  # int32[capacity, 2]: (topic, n_wk) of every word's topics, decreasing counts
-    word_index: np.ndarray  # int64[V, 2]: (first entry, number of entries) of every word
-    lists_current: bool = True  # False once sample_blocks_dense has run (it does not keep the lists)
-
-    @property
-    def word_lists(self) -> np.ndarray:
-        """The topic of every word entry."""
-        return self.word_entries[:, 0]
-
-    @property
-    def word_list_counts(self) -> np.ndarray:
-        """The count ``n_wk`` of every word entry."""
-        return self.word_entries[:, 1]
-
-    @property
-    def word_list_offsets(self) -> np.ndarray:
-        """Where every word's entries start (V + 1 values)."""
-        return np.append(self.word_index[:, 0], self.word_entries.shape[0])
-
-    @property
-    def word_nnz(self) -> np.ndarray:
-        """The number of nonzero topics of every word."""
-        return self.word_index[:, 1]
-
-    def corpus_topics(self) -> np.ndarray:
-        """The assignments in corpus order.
-
-        >>> w = np.array([1, 0, 1], np.int32); off = np.array([0, 3]); z = np.array([0, 1, 1], np.int32)
-        >>> n_dk, n_wk, _ = count_topics(w, off, z, 2, 2)
-        >>> sparse_state(w, off, z, n_dk, n_wk, 1).corpus_topics().tolist()
-        [0, 1, 1]
-        """
-        out = np.empty_like(self.topics)
-        out[self.index] = self.topics
-        return out
-
-
-@njit(parallel=True, **JIT)
-def _build_lists(counts, offsets, lists, list_counts, nnz, by_count):
-    for row in prange(counts.shape[0]):
-        base = offsets[row]
-        m = base
-        for k in range(counts.shape[1]):
-            if counts[row, k] > 0:
-                lists[m] = k
-                list_counts[m] = counts[row, k]
-                m += 1
-        nnz[row] = m - base
-        if by_count and m - base > 1:
-            # decreasing counts, ties by topic (a stable sort of the negated counts)
-            order = np.argsort(-list_counts[base:m], kind="mergesort")
-            topics = lists[base:m][order]
-            values = list_counts[base:m][order]
-            lists[base:m] = topics
-            list_counts[base:m] = values
-
-
-def _topic_lists(counts: np.ndarray, lengths: np.ndarray,
-                 by_count: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    capacity = np.minimum(lengths.astype(np.int64), counts.shape[1])
-    offsets = np.zeros(len(capacity) + 1, np.int64)
-    np.cumsum(capacity, out=offsets[1:])
-    lists = np.zeros(max(1, int(offsets[-1])), np.int32)
-    list_counts = np.zeros_like(lists)
-    nnz = np.zeros(len(capacity), np.int32)
-    _build_lists(counts, offsets, lists, list_counts, nnz, by_count)
-    return lists, list_counts, nnz, offsets
-
-
-def sparse_state(words: np.ndarray, doc_offsets: np.ndarray, topics: np.ndarray, n_dk: np.ndarray,
-                 n_wk: np.ndarray, n_partitions: int) -> SparseState:
-    """Lays the corpus out for :func:`sample_sparse` (``topics`` in corpus order, counts exact).
-    No CUDA twin (CPU sampler).
-
-    Documents and words are each cut into ``n_partitions`` runs of consecutive ids with about equal
-    token counts: consecutive, so that the rows (counts, topic lists) two threads write at the same
-    time are apart in memory, never on one cache line but at the runs' edges.
-
-    >>> w = np.array([0, 1, 2, 3, 0, 1, 2, 3], np.int32); off = np.array([0, 4, 8])
-    >>> z = np.zeros(8, np.int32); n_dk, n_wk, _ = count_topics(w, off, z, 4, 3)
-    >>> s = sparse_state(w, off, z, n_dk, n_wk, 2)
-    >>> s.cell_offsets.tolist(), sorted(s.index.tolist()) == list(range(8))
-    ([0, 2, 4, 6, 8], True)
-    """
-    P = int(n_partitions)
-    words = np.asarray(words, np.int32)
-    doc_offsets = np.asarray(doc_offsets, np.int64)
-    n_tokens, n_docs, n_words = len(words), len(doc_offsets) - 1, n_wk.shape[0]
-    lengths = np.diff(doc_offsets)
-    doc_block = np.minimum(doc_offsets[:-1] * P // max(1, n_tokens), P - 1).astype(np.int64)
-    word_counts = np.bincount(words, minlength=n_words)
-    before = np.cumsum(word_counts) - word_counts
-    word_block = np.minimum(before * P // max(1, n_tokens), P - 1).astype(np.int64)
-    docs = np.repeat(np.arange(n_docs, dtype=np.int32), lengths)
-    cell = doc_block[docs] * P + word_block[words]
-    index = np.argsort(cell, kind="stable").astype(np.int64)
-    cell_offsets = np.zeros(P * P + 1, np.int64)
-    np.cumsum(np.bincount(cell, minlength=P * P), out=cell_offsets[1:])
-    doc_lists, _, doc_nnz, doc_list_offsets = _topic_lists(n_dk, lengths, False)
-    word_lists, word_list_counts, word_nnz, word_list_offsets = _topic_lists(n_wk, word_counts, True)
-    word_entries = np.ascontiguousarray(np.stack([word_lists, word_list_counts], axis=1))
-    word_index = np.ascontiguousarray(np.stack([word_list_offsets[:-1], word_nnz.astype(np.int64)], axis=1))
-    return SparseState(P, cell_offsets, words[index], docs[index], index,
-                       np.ascontiguousarray(np.asarray(topics, np.int32)[index]), doc_lists, doc_nnz,
-                       doc_list_offsets, word_entries, word_index)
-
-
-@njit(inline="always", **JIT)
-def _list_remove(lists, base, nnz, row, k):
-    n = nnz[row]
-    for m in range(base, base + n):
-        if lists[m] == k:
-            lists[m] = lists[base + n - 1]
-            break
-    nnz[row] = n - 1
-
-
-@njit(inline="always", **JIT)
-def _list_add(lists, base, nnz, row, k):
-    lists[base + nnz[row]] = k
-    nnz[row] += 1
-
-
-@njit(inline="always", **JIT)
-def _word_decrement(we, base, n, t):
-    """Topic ``t``'s count in a word's entries (pairs topic, count at ``2 m``, ``2 m + 1``, sorted
-    by decreasing count) minus one, order kept; returns the new number of entries (an entry
-    leaves when its count reaches zero)."""
-    m = base
-    while we[2 * m] != t:
-        m += 1
-    c = we[2 * m + 1] - 1
-    last = base + n - 1
-    while m < last and we[2 * m + 3] > c:
-        we[2 * m] = we[2 * m + 2]
-        we[2 * m + 1] = we[2 * m + 3]
-        m += 1
-    we[2 * m] = t
-    we[2 * m + 1] = c
-    return n - 1 if c == 0 else n
-
-
-@njit(inline="always", **JIT)
-def _word_increment(we, base, m, t):
-    """Topic ``t`` at entry ``m`` (its count already there, or a new last entry of count 0) plus
-    one, moved forward to keep the counts decreasing."""
-    c = we[2 * m + 1] + 1
-    while m > base and we[2 * m - 1] < c:
-        we[2 * m] = we[2 * m - 2]
-        we[2 * m + 1] = we[2 * m - 1]
-        m -= 1
-    we[2 * m] = t
-    we[2 * m + 1] = c
-
-
-@njit(**JIT)
-def _sparse_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, n_wk_o, nk_o, inv_o, coef_o, qcum_o,
-                 dl_o, dnnz_o, doff_o, we_o, wix_o, alpha_o, ab_o, beta, vbeta, key, adding):
-    # borrowed views (see cpu_fallback.borrow): every owner is an argument, alive to the end
-    words, docs, index, z = borrow(words_o), borrow(docs_o), borrow(index_o), borrow(z_o)
-    n_dk, n_wk, nk = borrow(n_dk_o), borrow(n_wk_o), borrow(nk_o)
-    inv, coef, qcum = borrow(inv_o), borrow(coef_o), borrow(qcum_o)
-    dl, dnnz, doff = borrow(dl_o), borrow(dnnz_o), borrow(doff_o)
-    # a word's entries (topic, count pairs) and its (first entry, number of entries) sit together:
-    # one cache line or two per token for the word side, wherever the word is
-    we, wix = borrow(we_o), borrow(wix_o)
-    alpha, ab = borrow(alpha_o), borrow(ab_o)
-    n_topics = nk.size
-    # the cell's own topic totals: inverse denominators, smoothing coefficients and the s bucket
-    s = 0.0
-    for k in range(n_topics):
-        inv[k] = 1.0 / (np.float64(nk[k]) + vbeta)
-        coef[k] = alpha[k] * inv[k]
-        s += ab[k] * inv[k]
-    d = -1
-    r = 0.0
-    dbase = 0
-    nd = n_dk[0]
-    for j in range(lo, hi):
-        if docs[j] != d:
-            if d >= 0:
-                for m in range(dbase, dbase + dnnz[d]):
-                    k = dl[m]
-                    coef[k] = alpha[k] * inv[k]
-            d = docs[j]
-            dbase = doff[d]
-            nd = n_dk[d]
-            r = 0.0
-            for m in range(dbase, dbase + dnnz[d]):
-                k = dl[m]
-                c = np.float64(nd[k])
-                coef[k] = (alpha[k] + c) * inv[k]
-                r += c * beta * inv[k]
-        w, t = words[j], z[j]
-        nw = n_wk[w]
-        wbase = wix[2 * w]
-        n_w = wix[2 * w + 1]
-        if not adding:
-            # remove the token: exact O(1) updates of s, r and the coefficient of topic t
-            old = inv[t]
-            cd = nd[t]
-            s -= ab[t] * old
-            r -= np.float64(cd) * beta * old
-            cd -= 1
-            nd[t] = cd
-            nw[t] -= 1
-            nk[t] -= 1
-            new_inv = 1.0 / (np.float64(nk[t]) + vbeta)
-            inv[t] = new_inv
-            s += ab[t] * new_inv
-            r += np.float64(cd) * beta * new_inv
-            coef[t] = (alpha[t] + np.float64(cd)) * new_inv
-            if cd == 0:
-                _list_remove(dl, dbase, dnnz, d, t)
-            n_w = _word_decrement(we, wbase, n_w, t)
-        # the word bucket over the word's nonzero topics (largest counts first)
-        q = 0.0
-        for m in range(n_w):
-            q += coef[we[2 * (wbase + m)]] * np.float64(we[2 * (wbase + m) + 1])
-            qcum[m] = q
-        u = _uniform(key, index[j]) * (s + r + q)
-        n_d = dnnz[d]
-        if u < q:
-            slot = wbase + _pick(qcum, n_w, u)
-            new = we[2 * slot]
-        else:
-            if u < q + r and n_d > 0:
-                u -= q
-                new = dl[dbase + n_d - 1]
-                acc = 0.0
-                for m in range(dbase, dbase + n_d):
-                    k = dl[m]
-                    acc += np.float64(nd[k]) * beta * inv[k]
-                    if acc > u:
-                        new = k
-                        break
-            else:
-                u -= q + r
-                new = n_topics - 1
-                acc = 0.0
-                for k in range(n_topics):
-                    acc += ab[k] * inv[k]
-                    if acc > u:
-                        new = k
-                        break
-            slot = wbase + n_w
-            if nw[new] > 0:
-                slot = wbase
-                while we[2 * slot] != new:
-                    slot += 1
-            else:
-                n_w += 1
-                we[2 * slot] = new
-                we[2 * slot + 1] = 0
-        _word_increment(we, wbase, slot, new)
-        wix[2 * w + 1] = n_w
-        # add it back under the new topic
-        old = inv[new]
-        cd = nd[new]
-        s -= ab[new] * old
-        r -= np.float64(cd) * beta * old
-        cd += 1
-        nd[new] = cd
-        if cd == 1:
-            _list_add(dl, dbase, dnnz, d, new)
-        nw[new] += 1
-        nk[new] += 1
-        new_inv = 1.0 / (np.float64(nk[new]) + vbeta)
-        inv[new] = new_inv
-        s += ab[new] * new_inv
-        r += np.float64(cd) * beta * new_inv
-        coef[new] = (alpha[new] + np.float64(cd)) * new_inv
-        z[j] = new
-
-
-@njit(**JIT)
-def _dense_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, n_wk_o, nk_o, inv_o, cum_o, alpha_o, beta, vbeta,
-                key, adding):
-    """The dense draw inside one N-Queen cell, against the cell's own topic totals."""
-    words, docs, index, z = borrow(words_o), borrow(docs_o), borrow(index_o), borrow(z_o)
-    n_dk, n_wk, nk = borrow(n_dk_o), borrow(n_wk_o), borrow(nk_o)
-    inv, cum, alpha = borrow(inv_o), borrow(cum_o), borrow(alpha_o)
-    n_topics = nk.size
-    for k in range(n_topics):
-        inv[k] = 1.0 / (np.float64(nk[k]) + vbeta)
-    for j in range(lo, hi):
-        nd, nw, t = n_dk[docs[j]], n_wk[words[j]], z[j]
-        if not adding:
-            nd[t] -= 1
-            nw[t] -= 1
-            nk[t] -= 1
-            inv[t] = 1.0 / (np.float64(nk[t]) + vbeta)
-        # the products first (a loop LLVM vectorises), then their running sum
-        for k in range(n_topics):
-            cum[k] = (np.float64(nd[k]) + alpha[k]) * (np.float64(nw[k]) + beta) * inv[k]
-        total = 0.0
-        for k in range(n_topics):
-            total += cum[k]
-            cum[k] = total
-        new = _pick(cum, n_topics, _uniform(key, index[j]) * total)
-        nd[new] += 1
-        nw[new] += 1
-        nk[new] += 1
-        inv[new] = 1.0 / (np.float64(nk[new]) + vbeta)
-        z[j] = new
-
-
-@njit(parallel=True, **JIT)
-def _sparse_sweep(P, cell_offsets, words, docs, index, z, n_dk, n_wk, n_k, nk_local, inv, coef, qcum,
-                  dl, dnnz, doff, we, wix, alpha, ab, beta, vbeta, key, adding, dense):
-    n_topics = n_k.size
-    for p in range(P):
-        for b in prange(P):
-            c = b * P + (b + p) % P
-            for k in range(n_topics):
-                nk_local[b, k] = n_k[k]
-            if cell_offsets[c + 1] > cell_offsets[c] and dense:
-                _dense_cell(cell_offsets[c], cell_offsets[c + 1], words, docs, index, z, n_dk, n_wk,
-                            nk_local[b, :n_topics], inv[b], coef[b], alpha, beta, vbeta, key, adding)
-            elif cell_offsets[c + 1] > cell_offsets[c]:
-                _sparse_cell(cell_offsets[c], cell_offsets[c + 1], words, docs, index, z, n_dk, n_wk,
-                             nk_local[b, :n_topics], inv[b], coef[b], qcum[b], dl, dnnz, doff, we, wix, alpha, ab,
-                             beta, vbeta, key, adding)
-        # merge the cells' topic-total deltas exactly (integers, fixed order)
-        for k in range(n_topics):
-            total = n_k[k]
-            for b in range(P):
-                total += nk_local[b, k] - n_k[k]
-            n_k[k] = total
-
-
-def sample_sparse(state: SparseState, n_dk: np.ndarray, n_wk: np.ndarray, n_k: np.ndarray, alpha: np.ndarray,
-                  beta: float, key: int, initial: bool = False) -> None:
-    """One SparseLDA sweep over ``state`` (from :func:`sparse_state`), counts and
-    ``state.topics`` updated in place. No CUDA twin: the GPU samples with :func:`sample_dense`.
-
-    ``initial=True`` is the progressive initialisation: the counts (and ``state``'s lists) start
-    empty and every token is drawn from the conditional given the tokens placed before it, then
-    added (nothing is removed); the sweep leaves exact counts, like any other. It starts the
-    chain far closer to the posterior than uniform topics do.
-
-    >>> w = np.array([0, 1, 0, 1, 2, 2], np.int32); off = np.array([0, 3, 6])
-    >>> z = init_topics(6, 3, 5); n_dk, n_wk, n_k = count_topics(w, off, z, 3, 3)
-    >>> st = sparse_state(w, off, z, n_dk, n_wk, 1)
-    >>> sample_sparse(st, n_dk, n_wk, n_k, np.full(3, 0.1), 0.01, 9)
-    >>> counts = count_topics(w, off, st.corpus_topics(), 3, 3)
-    >>> [a.tolist() for a in counts] == [n_dk.tolist(), n_wk.tolist(), n_k.tolist()]
-    True
-    """
-    if not state.lists_current:
-        raise ValueError("this SparseState's topic lists are stale (sample_blocks_dense ran on it); build a new one "
-                         "with sparse_state")
-    _sweep_blocks(state, n_dk, n_wk, n_k, alpha, beta, key, initial, False)
-
-
-def sample_blocks_dense(state: SparseState, n_dk: np.ndarray, n_wk: np.ndarray, n_k: np.ndarray,
-                        alpha: np.ndarray, beta: float, key: int, initial: bool = False) -> None:
-    """One sweep of the dense O(K) draw on the N-Queen blocks of ``state``, in parallel like
-    :func:`sample_sparse` (and deterministic for any thread count), for small K where a dense
-    draw is cheaper than the buckets. It does not keep ``state``'s topic lists (no
-    :func:`sample_sparse` on this state afterwards). ``initial`` as in :func:`sample_sparse`.
-    No CUDA twin (the GPU's dense schedules are :func:`sample_dense`'s).
-
-    >>> w = np.array([0, 1, 0, 1, 2, 2], np.int32); off = np.array([0, 3, 6])
-    >>> z = init_topics(6, 3, 5); n_dk, n_wk, n_k = count_topics(w, off, z, 3, 3)
-    >>> st = sparse_state(w, off, z, n_dk, n_wk, 2)
-    >>> sample_blocks_dense(st, n_dk, n_wk, n_k, np.full(3, 0.1), 0.01, 9)
-    >>> count_topics(w, off, st.corpus_topics(), 3, 3)[2].tolist() == n_k.tolist()
-    True
-    """
-    state.lists_current = False
-    _sweep_blocks(state, n_dk, n_wk, n_k, alpha, beta, key, initial, True)
-
-
-def _sweep_blocks(state: SparseState, n_dk: np.ndarray, n_wk: np.ndarray, n_k: np.ndarray, alpha: np.ndarray,
-                  beta: float, key: int, initial: bool, dense: bool) -> None:
-    if len(state.words) == 0:
-        return
-    P, n_topics = state.n_partitions, n_k.size
-    alpha = np.ascontiguousarray(alpha, np.float64)
-    # every cell's scratch rows padded to whole cache lines and one line apart: the cells' threads
-    # write them per token, and rows sharing a line would bounce it between cores
-    stride = (n_topics + 7) // 8 * 8 + 8
-    scratch = np.empty((3, P, stride), np.float64)
-    nk_local = np.empty((P, 2 * stride), np.int32)
-    # cells handed to threads one at a time, as they free up (numba's default hands every thread an
-    # equal run of cells up front): a thread slowed down, by a big cell or by another process, then
-    # holds up the sub-pass less. Which thread runs a cell never changes the result.
-    chunk = numba.set_parallel_chunksize(1)
-    try:
-        _sparse_sweep(np.int64(P), state.cell_offsets, state.words, state.docs, state.index, state.topics, n_dk, n_wk,
-                      n_k, nk_local, scratch[0], scratch[1], scratch[2], state.doc_lists, state.doc_nnz,
-                      state.doc_list_offsets, state.word_entries.reshape(-1), state.word_index.reshape(-1), alpha,
-                      alpha * np.float64(beta), np.float64(beta), np.float64(n_wk.shape[0]) * np.float64(beta),
-                      np.uint64(key), bool(initial), bool(dense))
-    finally:
-        numba.set_parallel_chunksize(chunk)
+# The CPU's block samplers (no CUDA twin) belong to the family too: the model asks for them with
+# backend.has_op("lda", "sample_sparse").
+from .lda_blocks import (SparseState, n_partitions_for, sample_blocks_dense, sample_sparse,  # noqa: E402,F401
+                         sparse_state)

@@ -35,7 +35,6 @@ from typing import Any
 import numpy as np
 
 from gpu_text.backend import get_backend
-from gpu_text.batch import TextBatch
 from gpu_text.documents import DEFAULT_CHUNK_BYTES
 from gpu_text.token_batches import segmented_batches, token_batches
 
@@ -107,6 +106,7 @@ def build_vocabulary(corpus: Any, min_count: int = 5, max_vocab_size: int | None
     >>> vocab, encoded = build_vocabulary(path, min_count=1)
     >>> vocab.index_to_key, encoded.ids.tolist(), encoded.offsets.tolist()
     (['the', 'dog', 'cat'], [0, 2, 0, 1, 0], [0, 2, 5])
+    >>> from gpu_text.batch import TextBatch
     >>> from gpu_text.segment import Dictionary, Segmenter
     >>> seg = Segmenter(Dictionary(["英国", "英国人", "是"], np.array([8, 10, 5]), 30))
     >>> texts = TextBatch.from_strings(["他是英国人。", "英国人"])
