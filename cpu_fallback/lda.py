@@ -156,7 +156,10 @@ def _dense_sequential(words_o, doc_offsets_o, topics_o, n_dk_o, n_wk_o, n_k_o, a
 
 
 @njit(parallel=True, **JIT)
-def _dense_jacobi(words, doc_offsets, topics, new_topics, n_dk, n_wk, n_k, alpha, beta, key):
+def _by_documents(words, doc_offsets, topics, out, n_dk, n_wk, n_k, alpha, beta, key, fold_in):
+    """A sweep with documents in parallel: jacobi (``fold_in`` 0: each token against the counts
+    as they are, its own one left out, the draw into ``out``) or fold-in (1: the token leaves its
+    document's row, is drawn, and re-enters under the new topic at once; ``out`` is ``topics``)."""
     n_topics = n_k.size
     vbeta = np.float64(n_wk.shape[0]) * beta
     n_docs = doc_offsets.size - 1
@@ -167,8 +170,13 @@ def _dense_jacobi(words, doc_offsets, topics, new_topics, n_dk, n_wk, n_k, alpha
         for d in range(c * chunk, min(n_docs, (c + 1) * chunk)):
             for i in range(doc_offsets[d], doc_offsets[d + 1]):
                 w, t = words[i], topics[i]
-                total = _cumulate(cum, n_dk[d], n_wk[w], n_k, alpha, beta, vbeta, t)
-                new_topics[i] = _pick(cum, n_topics, _uniform(key, i) * total)
+                if fold_in:
+                    n_dk[d, t] -= 1
+                total = _cumulate(cum, n_dk[d], n_wk[w], n_k, alpha, beta, vbeta, -1 if fold_in else t)
+                new = _pick(cum, n_topics, _uniform(key, i) * total)
+                out[i] = new
+                if fold_in:
+                    n_dk[d, new] += 1
 
 
 @njit(parallel=True, **JIT)
@@ -202,7 +210,7 @@ def sample_dense(words: np.ndarray, doc_offsets: np.ndarray, topics: np.ndarray,
     if schedule not in (JACOBI, WARP_JACOBI):
         raise ValueError(f"schedule must be 0 (sequential), 1 (jacobi) or 2, got {schedule!r}")
     new_topics = np.empty_like(topics)
-    _dense_jacobi(words, doc_offsets, topics, new_topics, n_dk, n_wk, n_k, alpha, np.float64(beta), key)
+    _by_documents(words, doc_offsets, topics, new_topics, n_dk, n_wk, n_k, alpha, np.float64(beta), key, 0)
     _copy_topics(new_topics, topics)
     counts = count_topics(words, doc_offsets, topics, n_wk.shape[0], n_k.size)
     for target, source in zip((n_dk, n_wk, n_k), counts):
@@ -297,24 +305,6 @@ def sample_mh(words: np.ndarray, doc_offsets: np.ndarray, word_offsets: np.ndarr
         target[...] = source
 
 
-@njit(parallel=True, **JIT)
-def _fold_in(words, doc_offsets, topics, n_dk, n_wk, n_k, alpha, beta, key):
-    n_topics = n_k.size
-    vbeta = np.float64(n_wk.shape[0]) * beta
-    n_docs = doc_offsets.size - 1
-    chunk = 64
-    for c in prange((n_docs + chunk - 1) // chunk):
-        cum = np.empty(n_topics, np.float64)
-        for d in range(c * chunk, min(n_docs, (c + 1) * chunk)):
-            for i in range(doc_offsets[d], doc_offsets[d + 1]):
-                w, t = words[i], topics[i]
-                n_dk[d, t] -= 1
-                total = _cumulate(cum, n_dk[d], n_wk[w], n_k, alpha, beta, vbeta, -1)
-                new = _pick(cum, n_topics, _uniform(key, i) * total)
-                topics[i] = new
-                n_dk[d, new] += 1
-
-
 def fold_in(words: np.ndarray, doc_offsets: np.ndarray, topics: np.ndarray, n_dk: np.ndarray, n_wk: np.ndarray,
             n_k: np.ndarray, alpha: np.ndarray, beta: float, key: int) -> None:
     """One fold-in sweep for new documents: the word counts ``n_wk``/``n_k`` of the trained model
@@ -332,8 +322,8 @@ def fold_in(words: np.ndarray, doc_offsets: np.ndarray, topics: np.ndarray, n_dk
     """
     if len(words) == 0:
         return
-    _fold_in(words, doc_offsets, topics, n_dk, n_wk, n_k, np.ascontiguousarray(alpha, np.float64),
-             np.float64(beta), np.uint64(key))
+    _by_documents(words, doc_offsets, topics, topics, n_dk, n_wk, n_k, np.ascontiguousarray(alpha, np.float64),
+                  np.float64(beta), np.uint64(key), 1)
 
 
 @njit(parallel=True, **JIT)
