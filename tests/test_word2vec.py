@@ -376,3 +376,12 @@ def test_compat_gensim_makes_gensims_updates(sg, cbow_mean):
     np.testing.assert_allclose(np.asarray(ours.wv_.vectors), theirs.wv.vectors, atol=1e-4 * moved, rtol=0)
     default = Word2Vec(**settings, deterministic=True, backend="cpu").fit(corpus)  # the seed's choices differ
     assert np.abs(np.asarray(default.wv_.vectors) - theirs.wv.vectors).max() > 1e-2 * moved
+
+
+def test_cli_trains_cbow_unless_told_skipgram():
+    from gpu_text.cli import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["word2vec", "train", "c.txt", "--output", "v.bin"]).skipgram is False
+    assert parse(["word2vec", "train", "c.txt", "--output", "v.bin", "--cbow"]).skipgram is False
+    assert parse(["word2vec", "train", "c.txt", "--output", "v.bin", "--skipgram"]).skipgram is True

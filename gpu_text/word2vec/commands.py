@@ -135,7 +135,7 @@ def add_commands(subparsers: Any) -> None:
     loss = train.add_mutually_exclusive_group()
     loss.add_argument("--hs", dest="negative", action="store_const", const=0, help="hierarchical softmax (default)")
     loss.add_argument("--negative", type=positive_int, default=0, help="negative sampling with N samples")
-    train.set_defaults(negative=0)
+    train.set_defaults(negative=0, skipgram=False)  # store_false would otherwise default skipgram to True
     train.add_argument("--size", type=positive_int, default=100, help="vector dimensions (default 100)")
     train.add_argument("--window", type=positive_int, default=5)
     train.add_argument("--min-count", type=non_negative_int, default=5)
