@@ -22,6 +22,11 @@ from numba import njit, prange
 from .borrow import borrow
 from .jit import JIT
 from .lda_draw import pick as _pick, uniform as _uniform
+from .prefetch import prefetch
+
+# how many tokens ahead the sparse sampler prefetches a word's rows (its index 16 ahead, its
+# entries 8 ahead): about the tokens it draws while a cache miss is served
+AHEAD = 8
 
 
 def n_partitions_for(n_tokens: int, n_docs: int, n_words: int) -> int:
@@ -217,12 +222,47 @@ def _word_increment(we, base, m, t):
     we[2 * m + 1] = c
 
 
+@njit(inline="always", **JIT)
+def _word_bucket(we, wbase, n_w, coef, products):
+    """The q bucket ``sum coef[topic] * count`` over a word's ``n_w`` entries (pairs topic, count
+    from ``wbase``), every product kept in ``products`` for the draw. Four running sums, so the
+    loop is not one chain of ``n_w`` dependent additions, and unsigned indices, so Numba emits no
+    negative-index check per load: together about a tenth of the sampler's time at K = 100."""
+    one = np.uint64(1)
+    e = np.uint64(2 * wbase)
+    end = np.uint64(2 * (wbase + n_w))
+    m = np.uint64(0)
+    q0 = q1 = q2 = q3 = 0.0
+    while e + np.uint64(8) <= end:
+        a0 = coef[np.uint32(we[e])] * np.float64(we[e + one])
+        a1 = coef[np.uint32(we[e + np.uint64(2)])] * np.float64(we[e + np.uint64(3)])
+        a2 = coef[np.uint32(we[e + np.uint64(4)])] * np.float64(we[e + np.uint64(5)])
+        a3 = coef[np.uint32(we[e + np.uint64(6)])] * np.float64(we[e + np.uint64(7)])
+        products[m] = a0
+        products[m + one] = a1
+        products[m + np.uint64(2)] = a2
+        products[m + np.uint64(3)] = a3
+        q0 += a0
+        q1 += a1
+        q2 += a2
+        q3 += a3
+        e += np.uint64(8)
+        m += np.uint64(4)
+    while e < end:
+        a0 = coef[np.uint32(we[e])] * np.float64(we[e + one])
+        products[m] = a0
+        q0 += a0
+        e += np.uint64(2)
+        m += one
+    return (q0 + q1) + (q2 + q3)
+
+
 @njit(**JIT)
-def _sparse_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, n_wk_o, nk_o, inv_o, coef_o, qcum_o,
+def _sparse_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, nk_o, inv_o, coef_o, qcum_o,
                  dl_o, dnnz_o, doff_o, we_o, wix_o, alpha_o, ab_o, beta, vbeta, key, adding):
     # borrowed views (see cpu_fallback.borrow): every owner is an argument, alive to the end
     words, docs, index, z = borrow(words_o), borrow(docs_o), borrow(index_o), borrow(z_o)
-    n_dk, n_wk, nk = borrow(n_dk_o), borrow(n_wk_o), borrow(nk_o)
+    n_dk, nk = borrow(n_dk_o), borrow(nk_o)
     inv, coef, qcum = borrow(inv_o), borrow(coef_o), borrow(qcum_o)
     dl, dnnz, doff = borrow(dl_o), borrow(dnnz_o), borrow(doff_o)
     # a word's entries (topic, count pairs) and its (first entry, number of entries) sit together:
@@ -255,8 +295,13 @@ def _sparse_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, n_wk_o, nk_o, in
                 c = np.float64(nd[k])
                 coef[k] = (alpha[k] + c) * inv[k]
                 r += c * beta * inv[k]
+        # the word rows of the tokens ahead, in two steps: a word's entry index, then its entries
+        if j + AHEAD < hi:
+            ahead = words[j + AHEAD]
+            prefetch(wix, 2 * ahead)
+        if j + AHEAD // 2 < hi:
+            prefetch(we, 2 * wix[2 * words[j + AHEAD // 2]])
         w, t = words[j], z[j]
-        nw = n_wk[w]
         wbase = wix[2 * w]
         n_w = wix[2 * w + 1]
         if not adding:
@@ -267,7 +312,6 @@ def _sparse_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, n_wk_o, nk_o, in
             r -= np.float64(cd) * beta * old
             cd -= 1
             nd[t] = cd
-            nw[t] -= 1
             nk[t] -= 1
             new_inv = 1.0 / (np.float64(nk[t]) + vbeta)
             inv[t] = new_inv
@@ -278,14 +322,17 @@ def _sparse_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, n_wk_o, nk_o, in
                 _list_remove(dl, dbase, dnnz, d, t)
             n_w = _word_decrement(we, wbase, n_w, t)
         # the word bucket over the word's nonzero topics (largest counts first)
-        q = 0.0
-        for m in range(n_w):
-            q += coef[we[2 * (wbase + m)]] * np.float64(we[2 * (wbase + m) + 1])
-            qcum[m] = q
+        q = _word_bucket(we, wbase, n_w, coef, qcum)
         u = _uniform(key, index[j]) * (s + r + q)
         n_d = dnnz[d]
         if u < q:
-            slot = wbase + _pick(qcum, n_w, u)
+            # the entries hold the largest counts first: the walk mostly stops early
+            m = 0
+            acc = qcum[0]
+            while acc <= u and m < n_w - 1:
+                m += 1
+                acc += qcum[m]
+            slot = wbase + m
             new = we[2 * slot]
         else:
             if u < q + r and n_d > 0:
@@ -307,12 +354,10 @@ def _sparse_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, n_wk_o, nk_o, in
                     if acc > u:
                         new = k
                         break
-            slot = wbase + n_w
-            if nw[new] > 0:
-                slot = wbase
-                while we[2 * slot] != new:
-                    slot += 1
-            else:
+            slot = wbase
+            while slot < wbase + n_w and we[2 * slot] != new:
+                slot += 1
+            if slot == wbase + n_w:
                 n_w += 1
                 we[2 * slot] = new
                 we[2 * slot + 1] = 0
@@ -327,7 +372,6 @@ def _sparse_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, n_wk_o, nk_o, in
         nd[new] = cd
         if cd == 1:
             _list_add(dl, dbase, dnnz, d, new)
-        nw[new] += 1
         nk[new] += 1
         new_inv = 1.0 / (np.float64(nk[new]) + vbeta)
         inv[new] = new_inv
@@ -335,6 +379,16 @@ def _sparse_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, n_wk_o, nk_o, in
         r += np.float64(cd) * beta * new_inv
         coef[new] = (alpha[new] + np.float64(cd)) * new_inv
         z[j] = new
+
+
+@njit(parallel=True, **JIT)
+def _word_counts(entries, index, n_wk):
+    # the sparse sampler keeps a word's counts in its entries only (one row fewer to reach per
+    # token): the dense rows are written from them once per sweep
+    for w in prange(n_wk.shape[0]):
+        n_wk[w, :] = 0
+        for m in range(index[w, 0], index[w, 0] + index[w, 1]):
+            n_wk[w, entries[m, 0]] = entries[m, 1]
 
 
 @njit(**JIT)
@@ -382,7 +436,7 @@ def _sparse_sweep(P, cell_offsets, words, docs, index, z, n_dk, n_wk, n_k, nk_lo
                 _dense_cell(cell_offsets[c], cell_offsets[c + 1], words, docs, index, z, n_dk, n_wk,
                             nk_local[b, :n_topics], inv[b], coef[b], alpha, beta, vbeta, key, adding)
             elif cell_offsets[c + 1] > cell_offsets[c]:
-                _sparse_cell(cell_offsets[c], cell_offsets[c + 1], words, docs, index, z, n_dk, n_wk,
+                _sparse_cell(cell_offsets[c], cell_offsets[c + 1], words, docs, index, z, n_dk,
                              nk_local[b, :n_topics], inv[b], coef[b], qcum[b], dl, dnnz, doff, we, wix, alpha, ab,
                              beta, vbeta, key, adding)
         # merge the cells' topic-total deltas exactly (integers, fixed order)
@@ -416,6 +470,7 @@ def sample_sparse(state: SparseState, n_dk: np.ndarray, n_wk: np.ndarray, n_k: n
         raise ValueError("this SparseState's topic lists are stale (sample_blocks_dense ran on it); build a new one "
                          "with sparse_state")
     _sweep_blocks(state, n_dk, n_wk, n_k, alpha, beta, key, initial, False)
+    _word_counts(state.word_entries, state.word_index, n_wk)
 
 
 def sample_blocks_dense(state: SparseState, n_dk: np.ndarray, n_wk: np.ndarray, n_k: np.ndarray,
