@@ -24,8 +24,8 @@ from .jit import JIT
 from .lda_draw import pick as _pick, uniform as _uniform
 from .prefetch import prefetch
 
-# how many tokens ahead the sparse sampler prefetches a word's rows (its index 16 ahead, its
-# entries 8 ahead): about the tokens it draws while a cache miss is served
+# how many tokens ahead the sparse sampler prefetches a word's rows (its index 8 ahead, its
+# entries 4 ahead): about the tokens it draws while a cache miss is served (4, 8 and 16 measured)
 AHEAD = 8
 
 
@@ -33,16 +33,19 @@ def n_partitions_for(n_tokens: int, n_docs: int, n_words: int) -> int:
     """The number ``P`` of document and word blocks of the N-Queen schedule, from the data alone
     (never from the thread count, so results do not depend on it): about one block per 16k tokens,
     at most 8, at most the number of documents or words, and at most the mean document length / 8
-    (every document is entered once per block and sweep, and entering it costs O(its topics): with
-    short documents more blocks cost more than the parallelism brings; measured on Sogou news
-    paragraphs of 35 tokens on average, 2 threads: P = 4 is 10-30% faster than P = 8). No CUDA
-    twin (CPU schedule).
+    but never below 2 for that reason (every document is entered once per block and sweep, and
+    entering it costs O(its topics): with short documents more blocks cost more than the
+    parallelism brings; measured on Sogou news paragraphs of 35 tokens on average, 2 threads: P = 4
+    is 10-30% faster than P = 8; two blocks keep two threads busy on any corpus of short
+    documents, such as one short text per line). No CUDA twin (CPU schedule).
 
     >>> n_partitions_for(1000, 10, 50), n_partitions_for(10**7, 10**4, 10**5), n_partitions_for(10**6, 3 * 10**4, 10**5)
     (1, 8, 4)
+    >>> n_partitions_for(3 * 10**6, 6 * 10**5, 4 * 10**4)  # 5 tokens per document
+    2
     """
     mean_length = n_tokens // max(1, n_docs)
-    return int(max(1, min(8, n_tokens // 16384, mean_length // 8, n_docs, n_words)))
+    return int(max(1, min(8, n_tokens // 16384, max(2, mean_length // 8), n_docs, n_words)))
 
 
 @dataclass
@@ -427,8 +430,17 @@ def _dense_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, n_wk_o, nk_o, inv
 def _sparse_sweep(P, cell_offsets, words, docs, index, z, n_dk, n_wk, n_k, nk_local, inv, coef, qcum,
                   dl, dnnz, doff, we, wix, alpha, ab, beta, vbeta, key, adding, dense):
     n_topics = n_k.size
+    sizes = np.empty(P, np.int64)
     for p in range(P):
-        for b in prange(P):
+        # the sub-pass's cells handed out largest first, so that the last one a thread starts is a
+        # small one (the sub-pass ends when its slowest thread does); cells of one sub-pass share no
+        # document and no word, so their order never changes the result
+        for b in range(P):
+            c = b * P + (b + p) % P
+            sizes[b] = cell_offsets[c + 1] - cell_offsets[c]
+        order = np.argsort(-sizes, kind="mergesort")
+        for i in prange(P):
+            b = order[i]
             c = b * P + (b + p) % P
             for k in range(n_topics):
                 nk_local[b, k] = n_k[k]

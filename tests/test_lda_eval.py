@@ -180,3 +180,25 @@ def test_bad_files(tmp_path):
         load_pyldavis(tmp_path / "other.npz")
     write_theta(tmp_path / "ok.theta", np.zeros((0, 3)))
     assert read_theta(tmp_path / "ok.theta").shape == (0, 0)
+
+
+# -- the .theta text: %.9g exactly, from the Numba formatter --------------------------------------
+
+def test_theta_text_is_printf_percent_9g_to_the_character(tmp_path):
+    from gpu_text.lda.files import read_theta, write_theta
+
+    rng = np.random.default_rng(11)
+    theta = rng.dirichlet(np.full(30, 0.05), 500)
+    # exact ties of the ninth digit (binary fractions), their neighbours, powers of ten and the
+    # exponent form's edges
+    ties = np.array([k / 2 ** 10 for k in range(1, 1024)] + [k / 2 ** 20 for k in range(1, 1000, 3)])
+    edges = np.array([1.0, 0.1, 1e-4, 9.99999999e-05, 1e-05, 0.99999999949, 0.9999999995, 1e-12, 3e-12, 5e8])
+    special = np.concatenate([ties, np.nextafter(ties, 0), np.nextafter(ties, 1), edges])
+    special = np.resize(special, (len(special) // 30 + 1) * 30).reshape(-1, 30)
+    for values in (theta, special, np.array([[0.0, np.nan, 0.5]]), np.zeros((0, 3))):
+        path = tmp_path / "m.theta"
+        write_theta(path, values)
+        expected = "".join(" ".join(row) + "\n" for row in np.char.mod("%.9g", values).tolist())
+        assert path.read_text() == expected
+        if values.size and np.isfinite(values).all():
+            np.testing.assert_allclose(read_theta(path), values, rtol=1e-8)

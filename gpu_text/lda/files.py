@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from gpu_text.backend import get_backend
 from gpu_text.cli_helpers import atomic_outputs
 
 PRECISION = "%.9g"
@@ -133,10 +134,17 @@ def write_theta(path: Any, doc_topic: Any) -> None:
     theta = np.asarray(doc_topic, dtype=np.float64)
     if theta.ndim != 2:
         raise ValueError(f"doc_topic must be D x K, got shape {theta.shape}")
-    with atomic_outputs([path]) as (temp,), open(temp, "w", encoding="utf-8", newline="\n") as f:
+    # the numbers formatted in Numba (the same text as PRECISION, ~20x faster than numpy's); a block
+    # holding a value that path leaves out (zero, NaN, huge) is formatted by numpy instead
+    format_rows = get_backend("cpu").op("decimal_text", "format_rows")
+    with atomic_outputs([path]) as (temp,), open(temp, "wb") as f:
         for start in range(0, theta.shape[0], 4096):  # bounded text at a time
-            block = np.char.mod(PRECISION, theta[start:start + 4096])
-            f.write("".join(" ".join(row) + "\n" for row in block.tolist()))
+            text, left_out = format_rows(theta[start:start + 4096])
+            if left_out.size:
+                block = np.char.mod(PRECISION, theta[start:start + 4096])
+                f.write("".join(" ".join(row) + "\n" for row in block.tolist()).encode("ascii"))
+            else:
+                f.write(text.tobytes())
 
 
 def read_theta(path: Any) -> np.ndarray:

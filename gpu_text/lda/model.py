@@ -27,7 +27,8 @@ Samplers (``sampler``) and schedules (``schedule``):
 
 ``schedule="auto"``: ``"blocks"`` on the CPU, ``"jacobi"`` on the GPU. The block count ``P`` comes
 from the data (``n_partitions_for``: about one per 16k tokens, at most 8 and at most the mean
-document length / 8), so a seed gives the same topics whatever the number of threads.
+document length / 8 but at least 2 on corpora of 32k tokens or more), so a seed gives the same
+topics whatever the number of threads.
 ``init="auto"`` (= ``"random"``): uniform random topics (the kernels' ``init_topics``).
 ``init="progressive"`` (block samplers): a first sweep drawing every token given the tokens placed
 before it, as tomotopy initialises; it starts far closer to the posterior (log-likelihood -9.97 vs
