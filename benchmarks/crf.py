@@ -1,12 +1,20 @@
 """CRF training: seconds per L-BFGS iteration of gpu_text (Numba, CUDA) vs python-crfsuite on the
 same observations (the default Chinese pattern expanded by gpu_text, handed to CRFsuite as
 attribute strings; CRFsuite adds its label transitions, as the pattern's ``B`` does) and the same
-People's Daily characters, same run; plus token accuracy of each on the next lines.
-CRFsuite's L2 term is c2·‖w‖², ours ρ2/2·‖w‖², so c2 = ρ2/2. ``GPU_TEXT_CRF_ITERATIONS`` sets the
-number of iterations (default 20; 5 with ``--quick``)."""
+People's Daily characters; plus token accuracy and word F1 of each on the next lines.
+
+CRFsuite's L2 term is c2·‖w‖², ours ρ2/2·‖w‖², so c2 = ρ2/2. A shared machine's load drifts, so
+the trainings are interleaved: ``GPU_TEXT_CRF_ROUNDS`` rounds (default 2; 1 with ``--quick``) of
+CRFsuite then gpu_text[cpu], and each round's ratio of median seconds per iteration is in the notes
+(the table's medians are over every round). ``GPU_TEXT_CRF_ITERATIONS`` sets the iterations
+(default 20; 5 with ``--quick``), ``GPU_TEXT_CRF_LINES`` the training lines (default 4000; 1000
+with ``--quick``; 0 = the whole month, 1.84M characters, for the GPU target of 10 ms per
+iteration). Without python-crfsuite (the GPU machine) only gpu_text's rows are measured.
+"""
 from __future__ import annotations
 
 import os
+import statistics
 import time
 
 import numba
@@ -25,65 +33,108 @@ PEER = "python-crfsuite lbfgs"
 def _lines(quick: bool) -> tuple[list[str], list[str]]:
     path = SHARED / "zh-people-daily-199801" / "199801_segmented_words.txt"
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    n = 1000 if quick else 4000
-    return lines[:n], lines[n:n + n // 4]
+    n = int(os.environ.get("GPU_TEXT_CRF_LINES", 1000 if quick else 4000)) or int(len(lines) * 0.9)
+    return lines[:n], lines[n:n + max(n // 4, 1)]
+
+
+class _Peer:
+    """python-crfsuite trained on gpu_text's observations as attribute strings."""
+
+    def __init__(self, X, y, iterations: int) -> None:
+        import pycrfsuite
+
+        self.pycrfsuite = pycrfsuite
+        probe = CRF(rho1=0.0, rho2=1e-4, max_iterations=1, backend="cpu").fit(X[:1], y[:1])
+        self.space = probe.space_.__class__(probe.space_.patterns).fit(X)
+        self.strings = np.array([self.space.observation([v for v in row if v >= 0])
+                                 for row in self.space.unigram_parts.tolist()], dtype=object)
+        self.X, self.y, self.iterations = X, y, iterations
+
+    def items(self, X) -> list[list[list[str]]]:
+        encoded = self.space.encode(X)
+        u = encoded.u_offsets
+        return [[list(self.strings[encoded.u_ids[u[t]:u[t + 1]]])
+                 for t in range(encoded.seq_offsets[s], encoded.seq_offsets[s + 1])] for s in range(len(X))]
+
+    def train(self) -> tuple[list[float], float, int]:
+        """(seconds of each iteration as CRFsuite reports them, wall seconds, evaluations)."""
+        trainer = self.pycrfsuite.Trainer(verbose=False)
+        for items, labels in zip(self.items(self.X), self.y):
+            trainer.append(items, labels)
+        trainer.set_params({"c1": 0.0, "c2": 0.5e-4, "max_iterations": self.iterations,
+                            "feature.possible_transitions": True, "feature.possible_states": True,
+                            "num_memories": 5})
+        started = time.perf_counter()
+        trainer.train("/tmp/gpu_text_bench.crfsuite")
+        wall = time.perf_counter() - started
+        log = trainer.logparser.iterations
+        return [it["time"] for it in log], wall, sum(it.get("linesearch_trials", 1) for it in log)
+
+    def predict(self, X) -> list[list[str]]:
+        tagger = self.pycrfsuite.Tagger()
+        tagger.open("/tmp/gpu_text_bench.crfsuite")
+        return [tagger.tag(items) for items in self.items(X)]
+
+
+def _train(X, y, iterations: int, backend: str) -> CRF:
+    return CRF(rho1=0.0, rho2=1e-4, max_iterations=iterations, stop_window=0, epsilon=0.0, backend=backend).fit(X, y)
 
 
 def run(config: Config) -> list[Measurement]:
-    import pycrfsuite
-
     train_lines, test_lines = _lines(config.quick)
     X, y = read_segmented_bmes(train_lines, "  ")
     X_test, y_test = read_segmented_bmes(test_lines, "  ")
     iterations = int(os.environ.get("GPU_TEXT_CRF_ITERATIONS", 5 if config.quick else 20))
+    rounds = max(1, int(os.environ.get("GPU_TEXT_CRF_ROUNDS", 1 if config.quick else 2)))
     n_chars = sum(map(len, X))
     name = f"people-daily-199801 first {len(X)} lines ({n_chars} chars), {iterations} L-BFGS iterations"
-    rows = []
-    probe = CRF(rho1=0.0, rho2=1e-4, max_iterations=1, backend="cpu").fit(X[:1], y[:1])
-    space = probe.space_.__class__(probe.space_.patterns).fit(X)
-    strings = np.array([space.observation([v for v in row if v >= 0]) for row in space.unigram_parts.tolist()],
-                       dtype=object)
-    encoded = space.encode(X)
-    trainer = pycrfsuite.Trainer(verbose=False)
-    for s in range(len(X)):
-        start, end = encoded.seq_offsets[s], encoded.seq_offsets[s + 1]
-        items = [list(strings[encoded.u_ids[encoded.u_offsets[t]:encoded.u_offsets[t + 1]]]) for t in range(start, end)]
-        trainer.append(items, y[s])
-    trainer.set_params({"c1": 0.0, "c2": 0.5e-4, "max_iterations": iterations, "feature.possible_transitions": True,
-                        "feature.possible_states": True, "num_memories": 5})
-    started = time.perf_counter()
-    trainer.train("/tmp/gpu_text_bench.crfsuite")
-    wall = time.perf_counter() - started
-    per_iteration = [it["time"] for it in trainer.logparser.iterations]
-    tagger = pycrfsuite.Tagger()
-    tagger.open("/tmp/gpu_text_bench.crfsuite")
-    test_encoded = space.encode(X_test)
-    predicted = [tagger.tag([list(strings[test_encoded.u_ids[test_encoded.u_offsets[t]:test_encoded.u_offsets[t + 1]]])
-                             for t in range(test_encoded.seq_offsets[s], test_encoded.seq_offsets[s + 1])])
-                 for s in range(len(X_test))]
-    gold = [label for labels in y_test for label in labels]
-    accuracy = np.mean([p == g for p, g in zip((label for labels in predicted for label in labels), gold)])
     test_chars = [[token[0] for token in sentence] for sentence in X_test]
     gold_words = [bmes_to_words(chars, tags) for chars, tags in zip(test_chars, y_test)]
 
     def span_f1(tags: list[list[str]]) -> float:
         return score_words(gold_words, [bmes_to_words(chars, t) for chars, t in zip(test_chars, tags)]).f1
 
-    rows.append(Measurement("crf", name, PEER, 1, per_iteration, n_chars,
-                            notes=f"1 thread (CRFsuite has none); {wall:.1f}s for {len(per_iteration)} iterations "
-                                  f"({sum(it.get('linesearch_trials', 1) for it in trainer.logparser.iterations)} "
-                                  f"evaluations); "
-                                  f"test token accuracy {accuracy:.4f}, word F1 {span_f1(predicted):.4f}"))
-    backends = ["cpu"] + (["cuda"] if cuda_unavailable_reason() is None else [])
-    for backend in backends:
-        crf = CRF(rho1=0.0, rho2=1e-4, max_iterations=iterations, stop_window=0, epsilon=0.0, backend=backend)
-        crf.fit(X, y)
-        seconds = [h["seconds"] for h in crf.history_]
+    try:
+        peer = _Peer(X, y, iterations)
+    except ImportError:  # the GPU machine: gpu_text's rows alone
+        peer = None
+    _train(X[:20], y[:20], 2, "cpu")  # compiles (or loads) the Numba kernels outside the timings
+    peer_seconds, ours, ratios, peer_notes = [], [], [], []
+    crf = None
+    for _ in range(rounds if peer is not None else 1):
+        if peer is not None:
+            seconds, wall, evaluations = peer.train()
+            peer_seconds += seconds
+            peer_notes.append(f"{wall:.1f}s ({evaluations} evaluations)")
+        crf = _train(X, y, iterations, "cpu")
+        ours.append(crf)
+        if peer is not None:
+            ratios.append(statistics.median(h["seconds"] for h in crf.history_) / statistics.median(seconds))
+    rows = []
+    if peer is not None:
+        predicted = peer.predict(X_test)
+        gold = [label for labels in y_test for label in labels]
+        accuracy = np.mean([p == g for p, g in zip((label for labels in predicted for label in labels), gold)])
+        rows.append(Measurement("crf", name, PEER, 1, peer_seconds, n_chars,
+                                notes=f"1 thread (CRFsuite has none); rounds of {iterations} iterations: "
+                                      f"{', '.join(peer_notes)} (wall includes CRFsuite's feature generation); "
+                                      f"test token accuracy {accuracy:.4f}, word F1 {span_f1(predicted):.4f}"))
+    backends = {"cpu": ours}
+    if cuda_unavailable_reason() is None:
+        _train(X[:20], y[:20], 2, "cuda")
+        backends["cuda"] = [_train(X, y, iterations, "cuda")]
+    for backend, fits in backends.items():
+        seconds = [h["seconds"] for fit in fits for h in fit.history_]
+        last = fits[-1]
+        per_round = ("; gpu_text/CRFsuite s per iteration by round (interleaved): "
+                     + ", ".join(f"{r:.2f}x" for r in ratios)) if backend == "cpu" and ratios else ""
         rows.append(Measurement("crf", name, f"gpu_text[{backend}] CRF l-bfgs",
-                                numba.get_num_threads() if backend == "cpu" else "GPU", seconds, n_chars, peer=PEER,
-                                notes=f"{crf.n_unigram_} unigram observations; {sum(seconds):.1f}s for "
-                                      f"{len(seconds)} iterations ({crf.history_[-1]['evaluations']} evaluations); "
-                                      f"test token accuracy {crf.score(X_test, y_test):.4f}, word F1 "
-                                      f"{span_f1(crf.predict(X_test)):.4f}; "
-                                      f"iteration = line search + callback"))
+                                numba.get_num_threads() if backend == "cpu" else "GPU", seconds, n_chars,
+                                peer=PEER if peer is not None else None,
+                                notes=f"{last.n_unigram_} unigram observations; {sum(seconds):.1f}s for "
+                                      f"{len(seconds)} iterations in {len(fits)} round(s) "
+                                      f"({last.history_[-1]['evaluations']} evaluations a round); "
+                                      f"test token accuracy {last.score(X_test, y_test):.4f}, word F1 "
+                                      f"{span_f1(last.predict(X_test)):.4f}; iteration = line search + callback"
+                                      + per_round))
     return rows

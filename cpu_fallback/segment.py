@@ -1,10 +1,13 @@
 """Numba twins of ``cuda/segment.cu``: DictCut's pre-split and Viterbi lattice, parallel over
-strings (pre-split) and over Han runs (Viterbi)."""
+strings (pre-split) and over Han runs (Viterbi); and ``segment_rows``, CPU only, the whole
+segmentation of each row in one fused pass (see the section at the end)."""
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
 
+from .chunks import chunk_bounds
+from .double_array import trie_step, trie_value
 from .jit import JIT
 from .utf8 import CLASS_ALPHA, CLASS_HAN, CLASS_OTHER, CLASS_SPACE, class_of, sequence_at, starts_char
 
@@ -184,17 +187,23 @@ def _first_edge_at(edge_starts, p, e_lo, e):
     return first
 
 
-@njit(**JIT)
-def solve_span(data, begin, end, edge_starts, edge_ends, edge_values, e_lo, e_hi, weights, unknown_weight,
-               tail_score, jieba_mode, score, nxt, value):
-    """Backward Viterbi over span [begin, end) into the scratch rows; returns the word count."""
-    # forward pass: where each character ends (-1 inside one), so each is validated once
+@njit(inline="always", **JIT)
+def _character_ends(data, begin, end, nxt):
+    """The forward pass of a span's Viterbi: where each character of ``[begin, end)`` ends, at
+    ``nxt[start - begin]`` (-1 inside a character), so each is validated once."""
     nxt[:end - begin] = -1
     p = begin
     while p < end:
         n, _ = sequence_at(data, p, end)
         nxt[p - begin] = p + max(n, 1)
         p = nxt[p - begin]
+
+
+@njit(**JIT)
+def solve_span(data, begin, end, edge_starts, edge_ends, edge_values, e_lo, e_hi, weights, unknown_weight,
+               tail_score, jieba_mode, score, nxt, value):
+    """Backward Viterbi over span [begin, end) into the scratch rows; returns the word count."""
+    _character_ends(data, begin, end, nxt)
     score[end - begin] = tail_score
     e = e_hi - 1
     for p in range(end - 1, begin - 1, -1):
@@ -349,3 +358,208 @@ def _longest_match_span(data, begin, end, edge_starts, edge_ends, edge_values, e
         words += 1
         p = longest
     return words
+
+
+# ------------------------------------------------------- whole rows in one pass (CPU only)
+# ``segment_rows`` has no CUDA twin: on the GPU the stages above run as separate kernels, each over
+# the whole batch; on the CPU one pass per row (pre-split, trie walk and Viterbi fused, words
+# assembled) keeps no lattice, edge or per-token array in memory between stages.
+
+
+@njit(**JIT)
+def _three_byte_slots(state, check, label):
+    """The trie slot reached by each three-byte character's UTF-8 (indexed by codepoint; -1: none),
+    so that a walk from a Han character starts past its first character in one read."""
+    slots = np.full(0x10000, -1, np.int32)
+    for cp in range(0x800, 0x10000):
+        slot = trie_step(state, check, label, 0, np.uint8(0xE0 | (cp >> 12)))
+        if slot >= 0:
+            slot = trie_step(state, check, label, slot, np.uint8(0x80 | ((cp >> 6) & 0x3F)))
+        if slot >= 0:
+            slot = trie_step(state, check, label, slot, np.uint8(0x80 | (cp & 0x3F)))
+        slots[cp] = slot
+    return slots
+
+
+@njit(parallel=True, **JIT)
+def _packed_nodes(state, check, label, eow):
+    """Per slot, (state, check, value of the word ending there or -1, 0) side by side: a step of
+    the walk then reads one 16-byte record, not four arrays (the walk is bound by cache misses)."""
+    nodes = np.zeros((state.size, 4), np.int32)
+    for pos in prange(state.size):
+        nodes[pos, 0] = state[pos]
+        nodes[pos, 1] = check[pos]
+        nodes[pos, 2] = trie_value(state, check, label, eow, pos)
+    return nodes
+
+
+@njit(inline="always", **JIT)
+def _packed_step(nodes, pos, byte):
+    """:func:`trie_step` on the packed records: the slot reached from ``pos`` on ``byte``, or -1."""
+    if byte == 0:
+        return -1
+    nxt = pos ^ np.int64(nodes[pos, 0]) ^ np.int64(byte)
+    if nxt < 0 or nxt >= nodes.shape[0] or nodes[nxt, 1] != pos + 1:
+        return -1
+    return nxt
+
+
+@njit(**JIT)
+def _route_fused(nodes, first_slots, data, begin, end, weights, unknown_weight, tail_score, jieba_mode,
+                 score, nxt, value):
+    """:func:`solve_span` with the run's dictionary edges found by walking the trie from each
+    character start as the backward pass reaches it (the edges ``trie_prefix_search`` would give,
+    in the same order, so the same floats are added and compared: the same path)."""
+    _character_ends(data, begin, end, nxt)
+    score[end - begin] = tail_score
+    for p in range(end - 1, begin - 1, -1):
+        char_end = nxt[p - begin]
+        score[p - begin] = -np.inf
+        value[p - begin] = -1
+        if char_end < 0:
+            continue
+        best = -np.inf
+        best_end = -1
+        best_value = -1
+        covered = False
+        # the edges out of p, shortest first (best_edge's loop); a three-byte character (the
+        # sequence is well formed: its length says so) is stepped over by the table
+        slot, q = 0, p
+        if char_end - p == 3:
+            slot = first_slots[((data[p] & 0x0F) << 12) | ((data[p + 1] & 0x3F) << 6) | (data[p + 2] & 0x3F)]
+            q = char_end
+        while slot >= 0:
+            if q > p:
+                v = nodes[slot, 2]
+                if v >= 0 and weights[v] != -np.inf:
+                    if q == char_end:
+                        covered = True
+                    sc = weights[v] + score[q - begin]
+                    if best_end < 0 or (sc >= best if jieba_mode else sc > best):
+                        best = sc
+                        best_end = q
+                        best_value = v
+            if q == end:
+                break
+            slot = _packed_step(nodes, slot, data[q])
+            q += 1
+        # best_edge tries the fallback edge first: it stays unless an edge beats it (jieba: it is
+        # only there when no edge is)
+        if (best_end < 0) if jieba_mode else not covered:
+            fallback = unknown_weight + score[char_end - begin]
+            if best_end < 0 or not best > fallback:
+                best = fallback
+                best_end = char_end
+                best_value = -1
+        score[p - begin] = best
+        nxt[p - begin] = best_end
+        value[p - begin] = best_value
+
+
+@njit(inline="always", **JIT)
+def _ascii_alnum(byte):
+    folded = byte | 0x20
+    return (0x30 <= byte <= 0x39) or (0x61 <= folded <= 0x7A)
+
+
+@njit(**JIT)
+def _row_words(nodes, first_slots, data, begin, end, weights, unknown_weight, tail_score, jieba_mode, tok_starts,
+               tok_ends, tok_han, score, nxt, value, out_starts, out_ends, out_ids, at):
+    """The words of row data[begin:end) written from ``at`` (positions relative to ``begin``);
+    returns their count. jieba mode joins consecutive one-byte ASCII letter/digit words of a run
+    (``_join_ascii_runs`` of the segmenter)."""
+    tokens = _tokens_of_string(data, begin, end, tok_starts, tok_ends, tok_han, 0, jieba_mode)
+    w = at
+    for t in range(tokens):
+        a, b = tok_starts[t], tok_ends[t]
+        if not tok_han[t]:
+            out_starts[w], out_ends[w], out_ids[w] = a - begin, b - begin, -1
+            w += 1
+            continue
+        _route_fused(nodes, first_slots, data, a, b, weights, unknown_weight, tail_score, jieba_mode, score, nxt,
+                     value)
+        joined = 0  # one-byte ASCII alnum words in the open run (jieba mode)
+        p = a
+        while p < b:
+            q = nxt[p - a]
+            if jieba_mode and q - p == 1 and _ascii_alnum(data[p]):
+                if joined:
+                    out_ends[w - 1] = q - begin
+                    out_ids[w - 1] = -1
+                    joined += 1
+                    p = q
+                    continue
+                joined = 1
+            else:
+                joined = 0
+            out_starts[w], out_ends[w], out_ids[w] = p - begin, q - begin, value[p - a]
+            w += 1
+            p = q
+    return w - at
+
+
+@njit(parallel=True, **JIT)
+def _rows_words(nodes, first_slots, data, offsets, chunks, weights, unknown_weight, tail_score, jieba_mode,
+                out_starts, out_ends, out_ids):
+    """Every row's words, written from its first byte's index (a row has no more words than bytes)."""
+    counts = np.zeros(offsets.size - 1, np.int64)
+    base = offsets[0]
+    for c in prange(chunks.size - 1):
+        longest = 0
+        for r in range(chunks[c], chunks[c + 1]):
+            longest = max(longest, offsets[r + 1] - offsets[r])
+        tok_starts = np.empty(longest, np.int64)
+        tok_ends = np.empty(longest, np.int64)
+        tok_han = np.empty(longest, np.uint8)
+        score = np.empty(longest + 1, np.float64)
+        nxt = np.empty(longest + 1, np.int64)
+        value = np.empty(longest + 1, np.int32)
+        for r in range(chunks[c], chunks[c + 1]):
+            counts[r] = _row_words(nodes, first_slots, data, offsets[r], offsets[r + 1], weights,
+                                   unknown_weight, tail_score, jieba_mode, tok_starts, tok_ends, tok_han, score,
+                                   nxt, value, out_starts, out_ends, out_ids, offsets[r] - base)
+    return counts
+
+
+@njit(parallel=True, **JIT)
+def _compact(offsets, chunks, word_offsets, tmp_starts, tmp_ends, tmp_ids, starts, ends, ids):
+    base = offsets[0]
+    for c in prange(chunks.size - 1):
+        for r in range(chunks[c], chunks[c + 1]):
+            src = offsets[r] - base
+            for k in range(word_offsets[r + 1] - word_offsets[r]):
+                starts[word_offsets[r] + k] = tmp_starts[src + k]
+                ends[word_offsets[r] + k] = tmp_ends[src + k]
+                ids[word_offsets[r] + k] = tmp_ids[src + k]
+
+
+def segment_rows(state, check, label, eow, data, offsets, weights, unknown_weight, tail_score, jieba_mode):
+    """The whole segmentation of every row (pre-split, trie, Viterbi, jieba's ASCII joins) in one
+    pass per row, parallel over chunks of rows of about equal bytes: word starts and ends (int64,
+    relative to the row), word ids (int32, -1 off the dictionary) and row offsets (int64). Rows must
+    be shorter than 2**31 bytes (the segmenter sends longer runs through its windows instead).
+
+    >>> from cpu_fallback.double_array import arrays_of
+    >>> trie = arrays_of(["英国".encode(), "英国人".encode()])
+    >>> data = np.frombuffer("他是英国人Tom".encode(), np.uint8)
+    >>> weights = np.log(np.array([80.0, 100.0]) / 300)
+    >>> starts, ends, ids, rows = segment_rows(*trie, data, np.array([0, 18]), weights, np.log(1 / 300), 0.0, True)
+    >>> ends.tolist(), ids.tolist(), rows.tolist()
+    ([3, 6, 15, 18], [-1, -1, 1, -1], [0, 4])
+    """
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    rows = offsets.size - 1
+    if rows and int(np.diff(offsets).max()) >= 1 << 31:
+        raise ValueError("segment_rows takes rows shorter than 2**31 bytes (positions are int32 within a row)")
+    chunks = chunk_bounds(np.diff(offsets), min_bytes=1 << 16, per_thread=8)
+    size = int(offsets[-1] - offsets[0]) if rows else 0
+    tmp_starts, tmp_ends, tmp_ids = np.empty(size, np.int32), np.empty(size, np.int32), np.empty(size, np.int32)
+    counts = _rows_words(_packed_nodes(state, check, label, eow), _three_byte_slots(state, check, label), data,
+                         offsets, chunks, weights, float(unknown_weight), float(tail_score), bool(jieba_mode),
+                         tmp_starts, tmp_ends, tmp_ids)
+    word_offsets = np.zeros(rows + 1, np.int64)
+    np.cumsum(counts, out=word_offsets[1:])
+    total = int(word_offsets[-1])
+    starts, ends, ids = np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.int32)
+    _compact(offsets, chunks, word_offsets, tmp_starts, tmp_ends, tmp_ids, starts, ends, ids)
+    return starts, ends, ids, word_offsets

@@ -1,12 +1,18 @@
-// crf.cu -- linear-chain CRF: scaled forward-backward, gradient scatter, Viterbi.
+// crf.cu -- linear-chain CRF: scaled forward-backward, gradient reductions, Viterbi.
 //
-// Sequences: one warp each (8 per block), labels across lanes (lane, lane + 32, ...), the
-// token's transition factors M_t[a*Y + b] = prod_f exp(B[f])[a*Y + b] in per-warp shared memory
-// (global scratch when Y*Y does not fit), recomputed only when the token's bigram observations
-// differ from those of the token whose factors are loaded. Gradients: one thread per (chunk of
-// a feature's occurrences, weight component), then one per (feature, component) summing its
-// chunks in order -- a segmented reduction, deterministic, no atomics.
-// Same arithmetic order as cpu_fallback/crf.py except the per-token normaliser (a warp sum).
+// Sequences: one warp each (8 per block). The emissions of all the sequence's tokens are gathered
+// first with the whole warp, lanes across (token, label) pairs -- the gathers are the random reads,
+// and with few labels a lane per label alone would leave most lanes idle -- then turned into
+// psi_t = exp(e_t - m_t) the same way; the forward and backward recursions then run with labels
+// across lanes (lane, lane + 32, ...) and the token's transition factors
+// M_t[a*Y + b] = prod_f exp(B[f])[a*Y + b] in per-warp shared memory (global scratch when Y*Y
+// does not fit), recomputed only when the token's bigram observations differ from those of the
+// token whose factors are loaded. Gradients: one thread per (chunk of a feature's occurrences,
+// weight component), then one per (feature, component) summing its chunks in order and adding
+// the L2 term -- a segmented reduction, deterministic, no atomics, written straight into the
+// gradient vector. Same arithmetic order as cpu_fallback/crf.py except the per-token normaliser
+// (a warp sum) and training's unigram gradient, which the CPU scatters in token order (a GPU
+// scatter would need atomics); the CPU's transposed path is this file's order.
 #include "common.cuh"
 
 #define CRF_NEG_INF (-__longlong_as_double(0x7ff0000000000000LL))
@@ -74,24 +80,33 @@ crf_forward_backward(const double* __restrict__ unigram, const double* __restric
     if (s >= n_seqs) return;  // whole warps leave together
     const i64 yy = n_labels * n_labels, start = seq_offsets[s], end = seq_offsets[s + 1];
     double* m = warp_matrix(scratch, use_shared, yy);
+    const i64 cells = (end - start) * n_labels;
+    for (i64 i = lane; i < cells; i += 32) {  // (token, label) pairs across the warp
+        const i64 t = start + i / n_labels;
+        omega[t * n_labels + i % n_labels] = emission(unigram, u_offsets, u_ids, t, i % n_labels, n_labels);
+    }
+    __syncwarp();
+    for (i64 t = start + lane; t < end; t += 32) {  // m_t, kept in scale[t] until the forward pass needs it
+        double shift = omega[t * n_labels];
+        for (i64 y = 1; y < n_labels; ++y) shift = fmax(shift, omega[t * n_labels + y]);
+        scale[t] = shift;
+    }
+    __syncwarp();
+    for (i64 i = lane; i < cells; i += 32) {  // psi_t, turned into omega by the backward pass
+        const i64 t = start + i / n_labels;
+        omega[t * n_labels + i % n_labels] = exp(omega[t * n_labels + i % n_labels] - scale[t]);
+    }
+    __syncwarp();
     i64 cached = -1;
     double total = 0.0;
     for (i64 t = start; t < end; ++t) {
-        double local_max = CRF_NEG_INF;
-        for (i64 y = lane; y < n_labels; y += 32) {
-            const double e = emission(unigram, u_offsets, u_ids, t, y, n_labels);
-            omega[t * n_labels + y] = e;
-            local_max = fmax(local_max, e);
-        }
-        const double shift = warp_max(local_max);
         if (t > start && !same_bigrams(b_offsets, b_ids, t, cached)) {
             load_transitions(exp_bigram, b_offsets, b_ids, t, yy, true, m);
             cached = t;
         }
         double local_sum = 0.0;
         for (i64 y = lane; y < n_labels; y += 32) {
-            double a = exp(omega[t * n_labels + y] - shift);  // psi_t, turned into omega below
-            omega[t * n_labels + y] = a;
+            double a = omega[t * n_labels + y];
             if (t > start) {
                 double acc = 0.0;
                 for (i64 yp = 0; yp < n_labels; ++yp) acc += alpha[(t - 1) * n_labels + yp] * m[yp * n_labels + y];
@@ -102,8 +117,9 @@ crf_forward_backward(const double* __restrict__ unigram, const double* __restric
         }
         const double norm = warp_sum(local_sum);
         for (i64 y = lane; y < n_labels; y += 32) alpha[t * n_labels + y] /= norm;
+        total += log(norm) + scale[t];
+        __syncwarp();  // every lane has read m_t
         if (lane == 0) scale[t] = norm;
-        total += log(norm) + shift;
         __syncwarp();  // alpha[t] and scale[t] are read by every lane next
     }
     for (i64 t = end - 1; t >= start; --t) {
@@ -176,16 +192,18 @@ crf_bigram_partials(const double* __restrict__ exp_bigram, const double* __restr
     partial[i] = acc;
 }
 
-// out[f * K + k] = sum of partial[c * K + k] over feature f's chunks, in chunk order.
+// out[f * K + k] = sum of partial[c * K + k] over feature f's chunks, in chunk order, plus
+// l2 * weights[f * K + k] when has_weights (the L2 term's gradient).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 crf_reduce_chunks(const double* __restrict__ partial, const i64* __restrict__ feature_chunks, i64 n_features,
-                  i64 width, double* __restrict__ out) {
+                  i64 width, const double* __restrict__ weights, int has_weights, double l2,
+                  double* __restrict__ out) {
     const i64 i = global_thread_index();
     if (i >= n_features * width) return;
     const i64 f = i / width, k = i % width;
     double acc = 0.0;
     for (i64 c = feature_chunks[f]; c < feature_chunks[f + 1]; ++c) acc += partial[c * width + k];
-    out[i] = acc;
+    out[i] = has_weights ? acc + l2 * weights[i] : acc;
 }
 
 // Viterbi, one warp per sequence: delta and back pointers in global scratch (token-major), the

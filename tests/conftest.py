@@ -53,3 +53,10 @@ def require(module: str):
     if DEVICE_CHECK:
         return pytest.importorskip(module, reason=f"{module} is not installed on this machine")
     return importlib.import_module(module)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """Commands that cache built models (``gpu-text segment``'s segmenter) write to a per-session
+    folder, never to the user's ``~/.cache``."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))

@@ -70,3 +70,35 @@ def test_compressed_jsonl_and_stdin_inputs(tmp_path, monkeypatch):
     out = tmp_path / "ids.parquet"
     assert main(["tokenize", "--model", str(MODEL), "--backend", "cpu", str(jsonl), "-", str(out)]) == 0
     assert pq.read_table(out).column("ids").to_pylist() == expected_ids() * 2
+
+
+def test_job_statistics_beside_the_output(tmp_path):
+    source = tmp_path / "docs.txt"
+    source.write_text("\n".join(DOCS) + "\n", encoding="utf-8")
+    out = tmp_path / "ids.parquet"
+    assert main(["tokenize", "--model", str(MODEL), "--backend", "cpu", str(source), str(out)]) == 0
+    stats = json.loads((tmp_path / "ids.parquet.stats.json").read_text())
+    lengths = [len(row) for row in expected_ids()]
+    text_bytes = sum(len(d.encode()) for d in DOCS)
+    assert stats["documents"] == len(DOCS) and stats["empty_documents"] == 1 and stats["tokens"] == sum(lengths)
+    assert stats["bytes"] == source.stat().st_size and stats["text_bytes"] == text_bytes
+    assert stats["tokens_per_byte"] == round(sum(lengths) / text_bytes, 6)
+    assert stats["longest_document"] == {"tokens": max(lengths), "file": str(source), "document": 5}
+    assert stats["seconds"] >= 0 and stats["format"] == "parquet" and stats["rows"] == len(DOCS)
+    assert main(["tokenize", "--model", str(MODEL), "--backend", "cpu", "--no-stats", str(source),
+                 str(tmp_path / "more.npy")]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.txt", "ids.parquet", "ids.parquet.stats.json",
+                                                          "more.ids.npy", "more.offsets.npy"]
+
+
+def test_the_output_format_may_be_named(tmp_path):
+    pq = require("pyarrow.parquet")
+    source = tmp_path / "docs.txt"
+    source.write_text("\n".join(DOCS) + "\n", encoding="utf-8")
+    assert main(["tokenize", "--model", str(MODEL), "--backend", "cpu", "--output-format", "parquet", str(source),
+                 str(tmp_path / "ids.tokens")]) == 0
+    assert pq.read_table(tmp_path / "ids.tokens").column("ids").to_pylist() == expected_ids()
+    assert main(["tokenize", "--model", str(MODEL), "--backend", "cpu", "--output-format", "npy", str(source),
+                 str(tmp_path / "flat")]) == 0
+    offsets = np.load(tmp_path / "flat.offsets.npy")
+    assert offsets.size == len(DOCS) + 1 and np.load(tmp_path / "flat.ids.npy").size == offsets[-1]

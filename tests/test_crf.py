@@ -168,8 +168,9 @@ def test_save_load_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize("pairs", [1, 2, 5])
-def test_fused_two_loop_equals_the_textbook_recursion(pairs):
-    """The CPU's fused L-BFGS recursion (one pass per pair and loop) against the plain formula."""
+def test_two_loop_equals_the_textbook_recursion(pairs):
+    """The optimiser's two-loop recursion (the definition its two-pass ``History`` is tested against
+    in tests/test_lbfgs_compact.py) against the plain formula, and the CPU's blocked dot."""
     from cpu_fallback import vectors
     from gpu_text.crf import optimize
 
@@ -192,3 +193,17 @@ def test_fused_two_loop_equals_the_textbook_recursion(pairs):
     np.testing.assert_allclose(optimize._two_loop(g, history), -q, rtol=1e-10, atol=1e-12)
     assert vectors.dot(g, g) == vectors.dot(g.copy(), g.copy())  # the same order of additions every time
     np.testing.assert_allclose(vectors.dot(g, history[0][0]), g @ history[0][0], rtol=1e-12)
+
+
+def test_observations_of_different_patterns_never_share_a_feature():
+    # namespace 0 has two commands, namespace 1 one, and a pattern with none: with the namespace
+    # as the top digit of the key these met (u05 over values (1, v) and u00 over v, "u:" and value 0)
+    patterns = parse_patterns("u05:%x[-1,0]/%x[0,0]\nu00:%x[0,0]\nu:\n")
+    sentences = [list("abcab"), list("cba"), list("aabbcc")]
+    space = FeatureSpace(patterns).fit([[(c,) for c in s] for s in sentences])
+    expected = set()
+    for s in sentences:
+        for t in range(len(s)):
+            for p in patterns:
+                expected.add(p.expand([(c,) for c in s], t))
+    assert space.n_unigram == len(expected)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import chain
+from typing import Any
 
 Token = tuple[str, ...]
 
@@ -123,17 +124,21 @@ def bmes_to_words(chars: Sequence[str], tags: Sequence[str]) -> list[str]:
     return words
 
 
-def read_segmented_bmes(lines: Iterable[str] | str, separator: str | None = None
+def read_segmented_bmes(lines: Iterable[str] | str, separator: str | None = None, features: Any = None
                         ) -> tuple[list[list[Token]], list[list[str]]]:
-    """Word-segmented text (words separated by whitespace) as one-column character sentences and
-    BMES labels; blank lines are skipped and a leading BOM is ignored.
+    """Word-segmented text (words separated by whitespace) as character sentences and BMES
+    labels; blank lines are skipped and a leading BOM is ignored. A token is the character alone,
+    or with ``features`` (a :class:`gpu_text.crf.segmentation.SegmentationFeatures`) its columns.
 
     >>> read_segmented_bmes(["南京  长江", "", "桥"])
     ([[('南',), ('京',), ('长',), ('江',)], [('桥',)]], [['B', 'E', 'B', 'E'], ['S']])
+    >>> from gpu_text.crf.segmentation import SegmentationFeatures
+    >>> read_segmented_bmes(["１月  桥"], features=SegmentationFeatures())[0]
+    [[('1', 'D'), ('月', 'U月'), ('桥', 'H')]]
     """
     if isinstance(lines, str):
-        return read_segmented_bmes(read_lines(lines), separator)
-    sentences: list[list[Token]] = []
+        return read_segmented_bmes(read_lines(lines), separator, features)
+    texts: list[str] = []
     labels: list[list[str]] = []
     for number, line in enumerate(lines):
         if number == 0 and line.startswith(BOM):
@@ -142,6 +147,7 @@ def read_segmented_bmes(lines: Iterable[str] | str, separator: str | None = None
         if not words:
             continue
         chars, tags = words_to_bmes(words)
-        sentences.append([(c,) for c in chars])
+        texts.append("".join(chars))
         labels.append(tags)
+    sentences = features.tokens(texts) if features is not None else [[(c,) for c in text] for text in texts]
     return sentences, labels

@@ -138,15 +138,16 @@ class FeatureSpace:
         """Number of bigram observations (see the class example)."""
         return int(self.bigram_keys.size)
 
-    def _key_matrices(self, sentences: Sequence[Sequence], grow: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                                  list[np.ndarray]]:
-        columns, offsets = flatten(sentences)
+    def _key_matrices(self, sentences: Sequence[Sequence], grow: bool, columns: Sequence | None = None,
+                      offsets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+        if columns is None:
+            columns, offsets = flatten(sentences)
         parts = extract_parts(self.patterns, columns, offsets, self.values, grow)
         if grow:
             self.n_values = len(self.values)
         n = int(offsets[-1])
-        keys = [combine_keys(int(ns), p, self.n_values, self.n_namespaces) if p.shape[1] else
-                np.full(n, int(ns), np.int64) for ns, p in zip(self.namespaces, parts)]
+        keys = [combine_keys(int(ns), p if p.shape[1] else np.zeros((n, 0), np.int64), self.n_values,
+                             self.n_namespaces) for ns, p in zip(self.namespaces, parts)]
         first = offsets[:-1][np.diff(offsets) > 0]
         def stack(kinds: str) -> np.ndarray:
             chosen = [k for k, p in zip(keys, self.patterns) if p.kind in kinds]
@@ -182,6 +183,19 @@ class FeatureSpace:
             setattr(self, f"{name}_parts", table[by_count])
         return self
 
+    def _value_table(self, namespace: int) -> np.ndarray:
+        """Unigram id of every value id in a one-command namespace (-1 for none), cached: such a
+        key is ``value * n_namespaces + namespace`` (:func:`combine_keys`)."""
+        tables = self.__dict__.setdefault("_value_tables", {})
+        key = (namespace, self.n_values, self.n_unigram)  # a refit or a new model file rebuilds it
+        if key not in tables:
+            candidates = combine_keys(namespace, np.arange(self.n_values, dtype=np.int64)[:, None], self.n_values,
+                                      self.n_namespaces)
+            position = np.minimum(np.searchsorted(self.unigram_keys, candidates), max(self.n_unigram - 1, 0))
+            found = self.unigram_keys[position] == candidates if self.n_unigram else np.zeros(self.n_values, bool)
+            tables[key] = np.where(found, self.unigram_ids[position] if self.n_unigram else -1, -1)
+        return tables[key]
+
     def _width(self) -> int:
         return max((len(p.commands) for p in self.patterns), default=0)
 
@@ -210,7 +224,7 @@ class FeatureSpace:
         >>> from gpu_text.crf.patterns import parse_patterns
         >>> s = FeatureSpace(parse_patterns("u%x[0,0]\\nb")); s.n_values = 3
         >>> s.keys_of(np.array([[0, 2], [1, -1]])).tolist()
-        [2, 1]
+        [4, 1]
         """
         keys = np.empty(parts.shape[0], np.int64)
         widths = {int(ns): len(p.commands) for ns, p in zip(self.namespaces, self.patterns)}
@@ -235,13 +249,34 @@ class FeatureSpace:
 
     def encode(self, sentences: Sequence[Sequence], labels: np.ndarray | None = None) -> Encoded:
         """Ragged per-token feature ids of ``sentences``; observations not in the space are dropped."""
-        offsets, unigram, bigram, _ = self._key_matrices(sentences, grow=False)
+        return self.encode_columns(*flatten(sentences), labels)
+
+    def encode_columns(self, columns: Sequence, offsets: np.ndarray, labels: np.ndarray | None = None) -> Encoded:
+        """:meth:`encode` of sentences given as columns (each a sequence of strings, one per token,
+        or an :class:`~gpu_text.crf.patterns.InternedColumn`) and sentence offsets.
+
+        >>> from gpu_text.crf.patterns import InternedColumn, parse_patterns
+        >>> space = FeatureSpace(parse_patterns("u%x[0,0]")).fit([[("a",), ("b",)]])
+        >>> space.encode_columns([InternedColumn(np.array([0, 0, 1]), ["b", "a"])], np.array([0, 3])).u_ids.tolist()
+        [1, 1, 0]
+        """
+        offsets, unigram, bigram, parts = self._key_matrices((), grow=False, columns=columns, offsets=offsets)
         out = {}
         for name, matrix, known, id_of in (("u", unigram, self.unigram_keys, self.unigram_ids),
                                            ("b", bigram, self.bigram_keys, self.bigram_ids)):
             if known.size:
-                position = np.minimum(np.searchsorted(known, matrix), known.size - 1)
-                ids = np.where((matrix >= 0) & (known[position] == matrix), id_of[position], -1)
+                ids = np.empty(matrix.shape, np.int64)
+                chosen = [i for i, p in enumerate(self.patterns) if p.kind in name + "*"]
+                # one-command unigram patterns: a table by value id instead of a binary search
+                dense = [c for c, i in enumerate(chosen) if name == "u" and len(self.patterns[i].commands) == 1]
+                for c in dense:
+                    values = parts[chosen[c]][:, 0]
+                    ids[:, c] = np.where(values >= 0, self._value_table(int(self.namespaces[chosen[c]]))[values], -1)
+                rest = [c for c in range(matrix.shape[1]) if c not in dense]
+                if rest:
+                    sub = matrix[:, rest]
+                    position = np.minimum(np.searchsorted(known, sub), known.size - 1)
+                    ids[:, rest] = np.where((sub >= 0) & (known[position] == sub), id_of[position], -1)
             else:
                 ids = np.full(matrix.shape, -1, np.int64)
             mask = ids >= 0

@@ -3,9 +3,11 @@
 Model file (UTF-8 text, no pickle), one item per line, strings escaped (``\\\\``, ``\\t``,
 ``\\n``, ``\\r``)::
 
-    gpu_text-crf 1
+    gpu_text-crf 2          (1: a model without segmentation columns, no columns/dictionary sections)
     labels <Y>              then Y lines: the labels, in weight order
     patterns <P>            then P lines: the pattern lines
+    columns <C>             then C lines: segmentation columns (gpu_text.crf.segmentation.COLUMNS)
+    dictionary <W>          then W lines: the dictionary words of the dict_* columns
     values <D>              then D lines: command outputs, by id (observations refer to them)
     unigram <F>             then F lines: <observation>\\t<namespace> <value ids…>\\t<Y weights>
     bigram <G>              then G lines: <observation>\\t<namespace> <value ids…>\\t<Y·Y weights, row = previous label>
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -30,11 +31,14 @@ from gpu_text.backend import Backend, get_backend
 from gpu_text.crf.data import bmes_to_words
 from gpu_text.crf.features import Encoded, FeatureSpace, occurrences
 from gpu_text.crf.optimize import Step, minimize, vector_op, sgd_l1
-from gpu_text.crf.patterns import Pattern, parse_pattern_line, parse_patterns
+from gpu_text.crf.patterns import parse_patterns
+from gpu_text.crf.model_file import FORMAT, FORMAT_V1, ModelReader as _ModelReader, escape as _escape
+from gpu_text.crf.segmentation import SegmentationFeatures
 from gpu_text.estimator import Estimator
 
-# Wapic's Chinese word segmentation template (the seed's 10 unigram patterns and the transitions).
-CHINESE_SEGMENTATION_PATTERN = """\
+# Wapic's Chinese word segmentation template (the seed's 10 unigram patterns and the transitions) over
+# raw characters: CRF(pattern=None) on one-column data, and models saved before segmentation columns.
+WAPIC_SEGMENTATION_PATTERN = CHINESE_SEGMENTATION_PATTERN = """\
 U00:%x[-2,0]
 U01:%x[-1,0]
 U02:%x[0,0]
@@ -48,25 +52,10 @@ U09:%x[-1,0]/%x[1,0]
 B
 """
 
-FORMAT = "gpu_text-crf 1"
-_COUNT = re.compile("[0-9]{1,12}")  # ASCII digits only: int() would take any script's
-
-
-def _escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-
-
-def _unescape(text: str) -> str:
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "\\" and i + 1 < len(text):
-            out.append({"t": "\t", "n": "\n", "r": "\r"}.get(text[i + 1], text[i + 1]))
-            i += 2
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
-
+# The default for word segmentation (``crf train --segmented``, fit_segmenter): Wapic's window over
+# width-folded characters (column 0), plus the character-class window (column 1); see
+# gpu_text.crf.segmentation (SegmentationFeatures().pattern() builds the same text).
+SEGMENTATION_PATTERN = SegmentationFeatures().pattern()
 
 def _check_finite(x: Any, iteration: int | None) -> None:
     """Stops training that has diverged (an absurd penalty or step size), so no NaN model is written."""
@@ -185,13 +174,12 @@ class CRF(Estimator):
 
         def progress(step: Step, x: Any) -> bool:
             _check_finite(x, step.iteration)
-            self._set_weights(x)
-            if dev is not None:
-                predicted, _ = self._op(backend, "viterbi")(*self._weights(backend), dev.seq_offsets, dev.u_offsets,
+            if dev is not None:  # x's own views: on a GPU, no copy of the weights to the host and back
+                predicted, _ = self._op(backend, "viterbi")(*self._split(x), dev.seq_offsets, dev.u_offsets,
                                                             dev.u_ids, dev.b_offsets, dev.b_ids)
                 error = 100.0 * float((predicted != dev.labels).mean()) if dev.n_tokens else 0.0
-            else:
-                error = last_error[0]
+            else:  # posterior decoding of the last evaluation, which is the accepted point's
+                error = self._posterior_error(backend, *last_decoding) if last_decoding else math.nan
             now = time.perf_counter()
             record = {"iteration": step.iteration, "objective": step.objective, "error_percent": error,
                       "active_features": int((x != 0).sum()), "seconds": now - clock[0],
@@ -205,7 +193,7 @@ class CRF(Estimator):
             window = errors[-self.stop_window:]
             return self.stop_window > 0 and len(window) == self.stop_window and max(window) - min(window) < self.stop_eps
 
-        last_error = [math.nan]
+        last_decoding: list = []  # (marginals, labels) of the last objective evaluation
         if algorithm == "sgd-l1":
             x = self._fit_sgd(backend, data, x0, progress)
         else:
@@ -213,8 +201,8 @@ class CRF(Estimator):
             tables = self._transposed(train)
 
             def objective(x: Any) -> tuple[float, Any]:
-                value, gradient, error = self._objective(backend, train, tables, x, 1.0)
-                last_error[0] = error
+                value, gradient, marginals = self._objective(backend, train, tables, x, 1.0)
+                last_decoding[:] = (marginals, train.labels)
                 return value, gradient
 
             x = minimize(objective, x0, rho1=self.rho1 if algorithm == "owl-qn" else 0.0, history=self.history,
@@ -235,26 +223,32 @@ class CRF(Estimator):
         return x[:cut].reshape(-1, n_labels), x[cut:].reshape(-1, n_labels, n_labels)
 
     def _objective(self, backend: Backend, data: Encoded, tables: tuple, x: Any, share: float
-                   ) -> tuple[float, Any, float]:
-        """Σ(logZ − path score) + share·ρ2/2‖x‖², its gradient, and the posterior-decoding error %."""
+                   ) -> tuple[float, Any, Any]:
+        """Σ(logZ − path score) + share·ρ2/2‖x‖², its gradient, and the marginals (for the error rate)."""
         xp = backend.xp
         unigram, bigram = self._split(x)
         alpha, omega, marginals, log_z, gold = backend.op("crf", "forward_backward")(
             unigram, bigram, data.seq_offsets, data.u_offsets, data.u_ids, data.b_offsets, data.b_ids, data.labels)
         (u_occ, u_chunks, u_features), (b_occ, b_chunks, b_features) = tables
-        grad_u = backend.op("crf", "unigram_gradient")(marginals, data.labels, u_occ, u_chunks, u_features)
-        grad_b = backend.op("crf", "bigram_gradient")(bigram, alpha, omega, data.labels, data.b_offsets, data.b_ids,
-                                                      b_occ, b_chunks, b_features)
-        gradient = xp.concatenate([grad_u.ravel(), grad_b.ravel()])
-        if xp is np:  # in place, one pass: the vectors hold millions of weights
-            vector_op("combine")(gradient, 1.0, gradient, share * self.rho2, x)
-            norm2 = vector_op("dot")(x, x)
-        else:
-            gradient += (share * self.rho2) * x
-            norm2 = float(xp.dot(x, x))
+        # the reductions write straight into the one gradient vector and add the L2 term's gradient
+        # as they go: no concatenation, no extra pass over millions of weights; the tokens' own unigram
+        # lists let a twin scatter in token order where that is faster (the CPU's)
+        gradient = xp.empty_like(x)
+        grad_u, grad_b = self._split(gradient)
+        l2 = share * self.rho2
+        backend.op("crf", "unigram_gradient")(marginals, data.labels, u_occ, u_chunks, u_features, unigram, l2, grad_u,
+                                              data.u_offsets, data.u_ids)
+        backend.op("crf", "bigram_gradient")(bigram, alpha, omega, data.labels, data.b_offsets, data.b_ids, b_occ,
+                                             b_chunks, b_features, bigram, l2, grad_b)
+        norm2 = vector_op("dot")(x, x) if xp is np else float(xp.dot(x, x))
         value = float((log_z - gold).sum()) + 0.5 * share * self.rho2 * norm2
-        error = 100.0 * float((marginals.argmax(axis=1) != data.labels).mean()) if data.n_tokens else 0.0
-        return value, gradient, error
+        return value, gradient, marginals
+
+    @staticmethod
+    def _posterior_error(backend: Backend, marginals: Any, labels: Any) -> float:
+        """Percentage of tokens whose most probable label is not the gold one."""
+        n = int(labels.size)
+        return 100.0 * (backend.op("crf", "posterior_errors")(marginals, labels) / n) if n else 0.0
 
     def _fit_sgd(self, backend: Backend, data: Encoded, x0: Any, progress) -> Any:
         rng = np.random.default_rng(self.seed)
@@ -293,25 +287,62 @@ class CRF(Estimator):
         bounds = np.cumsum([0] + [len(s) for s in X])
         return [flat[bounds[i]:bounds[i + 1]] for i in range(len(X))]
 
-    def predict(self, X: Sequence[Sequence]) -> list[list[str]]:
-        """The Viterbi label sequence of every sentence (see the class example)."""
+    def predict(self, X: Sequence[Sequence], n_best: int = 1
+                ) -> list[list[str]] | list[list[tuple[list[str], float]]]:
+        """The Viterbi label sequence of every sentence (see the class example). With
+        ``n_best=k > 1``: per sentence, its ``min(k, Y**length)`` best label sequences as
+        ``(labels, score)`` pairs, best first, exact (list Viterbi, the op ``crf_decode``), where
+        ``score`` is the path's log-potential, the sum of its unigram and bigram weights. Equal
+        scores go to the lower last label (in :attr:`labels_` order), then the lower label before
+        it, and so on backwards -- the rule of the single Viterbi path, which is always first (the
+        precise order, floating point included, is in ``cpu_fallback/crf_decode.py``). An empty
+        sentence has one path, ``([], 0.0)``.
+
+        >>> crf = CRF(pattern="u:%x[0,0]\\nb", rho1=0.0, rho2=0.01, backend="cpu").fit([["a", "b"]], [["A", "B"]])
+        >>> [[(labels, round(score, 2)) for labels, score in row] for row in crf.predict([["b", "a"], []], n_best=3)]
+        [[(['B', 'A'], 1.73), (['A', 'B'], -0.23), (['A', 'A'], -0.75)], [([], 0.0)]]
+        """
+        if isinstance(n_best, bool) or not isinstance(n_best, numbers.Integral) or n_best < 1:
+            raise ValueError(f"CRF: n_best must be an integer >= 1, got {n_best!r}")
         backend = get_backend(self.backend)
         data = self._encode(X, backend)
-        labels, _ = self._op(backend, "viterbi")(*self._weights(backend), data.seq_offsets, data.u_offsets,
-                                                 data.u_ids, data.b_offsets, data.b_ids)
         names = np.array(self.labels_, dtype=object)
-        return [list(row) for row in self._split_rows(names[to_host(labels)], X)]
+        if n_best == 1:
+            labels, _ = self._op(backend, "viterbi")(*self._weights(backend), data.seq_offsets, data.u_offsets,
+                                                     data.u_ids, data.b_offsets, data.b_ids)
+            return [list(row) for row in self._split_rows(names[to_host(labels)], X)]
+        k, n_paths = int(n_best), 1  # k beyond Y**(longest sentence) paths would only cost memory
+        for _ in range(max((len(s) for s in X), default=0)):
+            n_paths *= len(self.labels_)
+            if n_paths >= k or n_paths == 1:
+                break
+        k = min(k, n_paths)
+        paths, scores, counts = backend.op("crf_decode", "nbest_viterbi")(
+            *self._weights(backend), data.seq_offsets, data.u_offsets, data.u_ids, data.b_offsets, data.b_ids, k)
+        paths, scores, counts = to_host(paths), to_host(scores).tolist(), to_host(counts).tolist()
+        bounds = np.cumsum([0] + [len(s) for s in X]).tolist()
+        return [[(names[paths[j, bounds[i]:bounds[i + 1]]].tolist(), scores[i][j]) for j in range(counts[i])]
+                for i in range(len(X))]
 
-    def predict_marginals(self, X: Sequence[Sequence]) -> list[list[dict[str, float]]]:
-        """p(y_t = label | x) for every token, as ``{label: probability}`` dicts (see the class example)."""
+    def predict_marginals(self, X: Sequence[Sequence], *, as_arrays: bool = False
+                          ) -> list[list[dict[str, float]]] | list[np.ndarray]:
+        """p(y_t = label | x) for every token, as ``{label: probability}`` dicts (see the class
+        example); ``as_arrays=True``: one ``(length, Y)`` float64 array per sentence, columns in
+        :attr:`labels_` order (a ``predict_proba`` for sequences).
+
+        >>> crf = CRF(pattern="u:%x[0,0]\\nb", rho1=0.0, rho2=0.01, backend="cpu").fit([["a", "b"]], [["A", "B"]])
+        >>> [p.shape for p in crf.predict_marginals([["a", "b"], []], as_arrays=True)]
+        [(2, 2), (0, 2)]
+        """
         backend = get_backend(self.backend)
         data = self._encode(X, backend)
         _, _, marginals, _, _ = self._op(backend, "forward_backward")(
             *self._weights(backend), data.seq_offsets, data.u_offsets, data.u_ids, data.b_offsets, data.b_ids,
             backend.xp.zeros(0, backend.xp.int32))
-        rows = to_host(marginals).tolist()
-        return [[dict(zip(self.labels_, p)) for p in row] for row in self._split_rows(np.array(rows, dtype=object)
-                                                                                        if rows else np.zeros(0), X)]
+        rows = self._split_rows(to_host(marginals).reshape(-1, len(self.labels_)), X)
+        if as_arrays:
+            return rows
+        return [[dict(zip(self.labels_, p)) for p in row.tolist()] for row in rows]
 
     def score(self, X: Sequence[Sequence], y: Sequence[Sequence[str]]) -> float:
         """Token accuracy of :meth:`predict` (see the class example)."""
@@ -319,22 +350,90 @@ class CRF(Estimator):
         gold = [label for row in y for label in row]
         return float(np.mean([p == g for p, g in zip(predicted, gold)])) if gold else 1.0
 
+    def segment_with_confidence(self, texts: Sequence[str]) -> list[list[tuple[str, float]]]:
+        """The words of :meth:`segment`, each with a confidence: the product, over the word's
+        characters, of the marginal probability (:meth:`predict_marginals`) of the BMES tag the
+        character has in that word -- ``S`` for a one-character word, else ``B``, ``M``…, ``E``
+        -- whatever tags the Viterbi path gave (an ill-formed path still makes words, see
+        :func:`~gpu_text.crf.data.bmes_to_words`). A tag the model lacks counts as probability 0.
+        It is a product of per-character marginals, not the probability of the whole span (that
+        would need the joint), so it is at most each character's marginal and falls with length.
+
+        >>> from gpu_text.crf.data import read_segmented_bmes
+        >>> X, y = read_segmented_bmes(["南京 市长", "长江 大桥", "南京 长江"])
+        >>> crf = CRF(rho1=0.0, backend="cpu").fit(X, y)
+        >>> [[(w, round(c, 3)) for w, c in row] for row in crf.segment_with_confidence(["南京长江 大桥", ""])]
+        [[('南京', 0.988), ('长江', 0.99), ('大桥', 0.983)], []]
+        """
+        self._check_fitted("space_", "unigram_weights_", "bigram_weights_")
+        pieces = [t.split() for t in texts]
+        flat = [p for row in pieces for p in row]
+        features = getattr(self, "segmentation_", None)
+        # the token view segment() decodes, so that the words are the same
+        X = features.tokens(flat) if features is not None else [list(p) for p in flat]
+        tags = self.predict(X)
+        marginals = self.predict_marginals(X, as_arrays=True)
+        column = {label: i for i, label in enumerate(self.labels_)}
+        scored = []
+        for piece, row, p in zip(flat, tags, marginals):
+            words, at = [], 0
+            for word in bmes_to_words(list(piece), row):
+                tags_of_word = ["S"] if len(word) == 1 else ["B"] + ["M"] * (len(word) - 2) + ["E"]
+                confidence = 1.0
+                for i, tag in enumerate(tags_of_word):
+                    confidence *= float(p[at + i, column[tag]]) if tag in column else 0.0
+                words.append((word, confidence))
+                at += len(word)
+            scored.append(words)
+        out, k = [], 0
+        for row in pieces:
+            out.append([w for chunk in scored[k:k + len(row)] for w in chunk])
+            k += len(row)
+        return out
+
     def segment(self, texts: Sequence[str]) -> list[list[str]]:
         """Words of each raw text with a BMES-trained model (one character per token; whitespace
-        separates words and is dropped).
+        separates words and is dropped). A model with ``segmentation_`` (a
+        :class:`~gpu_text.crf.segmentation.SegmentationFeatures`: ``crf train --segmented``,
+        :func:`~gpu_text.crf.segmenter.fit_segmenter`) gets its columns built from the text
+        (folded characters, classes, dictionary); without one a token is the raw character. The
+        words always spell the input's own characters.
 
         >>> from gpu_text.crf.data import read_segmented_bmes
         >>> X, y = read_segmented_bmes(["南京 市长", "长江 大桥", "南京 长江"])
         >>> CRF(rho1=0.0, backend="cpu").fit(X, y).segment(["南京长江 大桥"])
         [['南京', '长江', '大桥']]
+        >>> from gpu_text.crf.segmenter import fit_segmenter
+        >>> crf = fit_segmenter(["１２月 ３１日 ， 南京", "２０ 日"] * 3, rho1=0.0, backend="cpu")
+        >>> crf.segment(["12月20日，南京", "１２月２０日，南京"])
+        [['12月', '20日', '，', '南京'], ['１２月', '２０日', '，', '南京']]
         """
+        self._check_fitted("space_", "unigram_weights_", "bigram_weights_")
         pieces = [t.split() for t in texts]
         flat = [p for row in pieces for p in row]
-        tags = self.predict([list(p) for p in flat])
-        words = [bmes_to_words(list(p), t) for p, t in zip(flat, tags)]
+        features = getattr(self, "segmentation_", None) or SegmentationFeatures(("char",))
+        # columns straight from the characters (no token tuples), then Viterbi, then words cut
+        # with array operations: the per-character work stays out of Python
+        backend = get_backend(self.backend)
+        columns, offsets = features.columns_of(flat)
+        data = self.space_.encode_columns(columns, offsets).to(backend.xp)
+        labels, _ = self._op(backend, "viterbi")(*self._weights(backend), data.seq_offsets, data.u_offsets,
+                                                 data.u_ids, data.b_offsets, data.b_ids)
+        labels = to_host(labels)
+        # bmes_to_words' rule: a word ends after E or S and before B or S (and at a piece's end)
+        starts_word = np.isin(np.arange(len(self.labels_)), [self.labels_.index(t) for t in "BS" if t in self.labels_])
+        ends_word = np.isin(np.arange(len(self.labels_)), [self.labels_.index(t) for t in "ES" if t in self.labels_])
+        cut = np.zeros(labels.size + 1, bool)
+        cut[1:-1] = starts_word[labels[1:]] | ends_word[labels[:-1]]
+        cut[offsets] = True
+        bounds = np.flatnonzero(cut).tolist()
+        text = "".join(flat)
+        words = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+        # words per piece, then per text
+        first_word = np.searchsorted(bounds, offsets).tolist()
         out, k = [], 0
         for row in pieces:
-            out.append([w for chunk in words[k:k + len(row)] for w in chunk])
+            out.append(words[first_word[k]:first_word[k + len(row)]])
             k += len(row)
         return out
 
@@ -351,9 +450,14 @@ class CRF(Estimator):
         """
         self._check_fitted("space_", "unigram_weights_", "bigram_weights_")
         space = self.space_
-        lines = [FORMAT, f"labels {len(self.labels_)}", *map(_escape, self.labels_)]
+        features = getattr(self, "segmentation_", None)
+        lines = [FORMAT if features is not None else FORMAT_V1, f"labels {len(self.labels_)}",
+                 *map(_escape, self.labels_)]
         patterns = [p.text for p in space.patterns]
         lines += [f"patterns {len(patterns)}", *map(_escape, patterns)]
+        if features is not None:  # so segment() rebuilds the columns the weights were trained on
+            lines += [f"columns {len(features.columns)}", *features.columns]
+            lines += [f"dictionary {len(features.words)}", *map(_escape, features.words)]
         lines += [f"values {space.n_values}", *map(_escape, space.values.strings[:space.n_values])]
         n_labels = len(self.labels_)
         for name, weights, parts, width in (("unigram", self.unigram_weights_, space.unigram_parts, n_labels),
@@ -397,124 +501,21 @@ class CRF(Estimator):
         crf.unigram_weights_, crf.bigram_weights_ = tables[0][1], tables[1][1]  # the file's order is the ids
         crf.space_ = space
         crf.n_unigram_, crf.n_bigram_ = space.n_unigram, space.n_bigram
+        if reader.columns is not None:
+            crf.segmentation_ = SegmentationFeatures(reader.columns, reader.words)
         return crf
 
+    @classmethod
+    def from_wapic(cls, path: str, backend: str | Backend | None = None) -> "CRF":
+        """A fitted CRF from a Wapic ``.wac`` model: :func:`gpu_text.crf.wapic_model.load_wapic`.
 
-class _ModelReader:
-    """The lines of a model file and a cursor over its sections; errors name the file and line."""
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "m.wac")
+        >>> _ = open(path, "w").write("#Patterns#1#1\\n11:u02:%x[0,0],\\n#Trie#2\\n1:A,\\n1:B,\\n#Trie#1\\n"
+        ...                           "5:u02:b,\\n#Model#1\\n1=0x1p+0\\n")
+        >>> CRF.from_wapic(path, backend="cpu").predict([["a", "b"]])
+        [['A', 'B']]
+        """
+        from gpu_text.crf.wapic_model import load_wapic  # it subclasses CRF: imported when used
 
-    def __init__(self, path: str, raw: bytes) -> None:
-        self.path = path
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{path}: not a {FORMAT!r} model file (not UTF-8 at byte {exc.start})") from None
-        text = text[1:] if text.startswith("\ufeff") else text
-        self.lines = [line.removesuffix("\r") for line in text.split("\n")]
-        self.next = 1
-
-    def error(self, index: int, message: str) -> ValueError:
-        return ValueError(f"{self.path} line {index + 1}: {message}")
-
-    def section(self, name: str) -> tuple[int, list[str]]:
-        """The index of the section's first line and its lines."""
-        i = self.next
-        found = self.lines[i] if i < len(self.lines) else None
-        header = (found or "").split(" ")
-        if len(header) != 2 or header[0] != name or not _COUNT.fullmatch(header[1]):
-            what = "the end of the file" if found is None else repr(found[:40])
-            raise self.error(i, f"expected the section header '{name} <count>', found {what} (truncated or damaged)")
-        count = int(header[1])
-        if i + 1 + count > len(self.lines):
-            raise self.error(i, f"section {name!r} announces {count} lines but the file ends "
-                                f"{len(self.lines) - i - 1} lines later (truncated?)")
-        self.next = i + 1 + count
-        return i + 1, self.lines[i + 1:i + 1 + count]
-
-    def read(self) -> tuple[list[str], list[Pattern], list[str], list[tuple[np.ndarray, np.ndarray]]]:
-        """Labels, patterns, values and the (parts, weights) of the unigram and bigram features."""
-        if self.lines[0] != FORMAT:
-            raise ValueError(f"{self.path} is not a {FORMAT!r} model file (line 1 is {self.lines[0][:40]!r})")
-        first, labels = self.section("labels")
-        labels = self.distinct(first, [_unescape(s) for s in labels], "label")
-        if not labels:
-            raise self.error(first - 1, "a model needs at least one label")
-        first, lines = self.section("patterns")
-        patterns = []
-        for i, line in enumerate(lines, first):
-            text = _unescape(line)
-            try:
-                pattern = parse_pattern_line(text) if "\n" not in text else None
-            except ValueError as exc:
-                raise self.error(i, str(exc)) from None
-            if pattern is None:
-                raise self.error(i, f"{line[:40]!r} is not a pattern")
-            patterns.append(pattern)
-        if not patterns:
-            raise self.error(first - 1, "a model needs at least one pattern")
-        first, values = self.section("values")
-        values = self.distinct(first, [_unescape(s) for s in values], "value")
-        space = FeatureSpace(patterns)
-        widths = {int(ns): len(p.commands) for ns, p in zip(space.namespaces, patterns)}
-        kinds: dict[int, str] = {}
-        for ns, p in zip(space.namespaces.tolist(), patterns):
-            kinds[ns] = kinds.get(ns, "") + p.kind
-        tables = []
-        for name, n_weights, kind in (("unigram", len(labels), "u"), ("bigram", len(labels) ** 2, "b")):
-            first, rows = self.section(name)
-            parts = np.full((len(rows), 1 + space._width()), -1, np.int64)
-            weights = np.empty((len(rows), n_weights), np.float64)
-            seen: dict[tuple[int, ...], int] = {}
-            for row, line in enumerate(rows):
-                i = first + row
-                fields = line.split("\t")
-                if len(fields) != 3:
-                    raise self.error(i, f"a {name} row has 3 tab-separated fields, found {len(fields)}")
-                ids = fields[1].split(" ")
-                if not all(_COUNT.fullmatch(v) for v in ids):
-                    raise self.error(i, f"ids {fields[1][:40]!r} are not non-negative integers")
-                ids = [int(v) for v in ids]
-                ns = ids[0]
-                if ns not in widths or not any(k in kind + "*" for k in kinds[ns]):
-                    raise self.error(i, f"namespace {ns} is not one of the model's {name} patterns")
-                if len(ids) != 1 + widths[ns]:
-                    raise self.error(i, f"namespace {ns} takes {widths[ns]} value id(s), found {len(ids) - 1}")
-                bad = [v for v in ids[1:] if v >= len(values)]
-                if bad:
-                    raise self.error(i, f"value id {bad[0]} is out of range (the model has {len(values)} values)")
-                if tuple(ids) in seen:
-                    raise self.error(i, f"the same {name} observation as line {seen[tuple(ids)] + 1}")
-                seen[tuple(ids)] = i
-                parts[row, :len(ids)] = ids
-                weights[row] = self.weights(i, fields[2], n_weights)
-            tables.append((parts, weights.reshape(len(rows), *([len(labels)] * (1 + (kind == "b"))))))
-        rest = next((i for i in range(self.next, len(self.lines)) if self.lines[i]), None)
-        if rest is not None:
-            raise self.error(rest, "unexpected content after the bigram section")
-        return labels, patterns, values, tables
-
-    def distinct(self, first: int, strings: list[str], what: str) -> list[str]:
-        """``strings``, refused when one is empty or repeated (ids are positions in the list)."""
-        seen: dict[str, int] = {}
-        for i, string in enumerate(strings, first):
-            if (what == "label" and not string) or string in seen:
-                raise self.error(i, f"{'an empty' if not string and what == 'label' else 'a repeated'} {what} "
-                                    f"{string[:40]!r}" + (f" (also line {seen[string] + 1})" if string in seen else ""))
-            seen[string] = i
-        return strings
-
-    def weights(self, i: int, text: str, count: int) -> list[float]:
-        """The ``count`` finite weights of line ``i``."""
-        fields = text.split()
-        if len(fields) != count:
-            raise self.error(i, f"expected {count} weights, found {len(fields)}")
-        out = []
-        for field in fields:
-            try:
-                value = float(field)
-            except ValueError:
-                value = math.nan
-            if not math.isfinite(value):
-                raise self.error(i, f"weight {field[:40]!r} is not a finite number")
-            out.append(value)
-        return out
+        return load_wapic(path, backend=backend)

@@ -1,7 +1,7 @@
 """Quasi-Newton training of ``f(w) + ρ1‖w‖₁``: L-BFGS with a Wolfe line search when ρ1 = 0, OWL-QN
 (Andrew & Gao 2007, as in Wapiti) when ρ1 > 0; and SGD with the cumulative L1 penalty
 (Tsuruoka et al. 2009) for mini-batches. Vectors are numpy or cupy arrays; only scalars cross
-to the host.
+to the host. The L-BFGS direction takes two passes over memory an iteration (:class:`History`).
 """
 from __future__ import annotations
 
@@ -12,19 +12,29 @@ from typing import Any
 
 import numpy as np
 
-from gpu_text.arrays import array_module
+from gpu_text.arrays import array_module, to_host
 from gpu_text.backend import get_backend
 
 
 def vector_op(name: str) -> Callable[..., Any]:
     """A fused vector pass of the CPU layer (``cpu_fallback/vectors.py``) for host arrays; device
-    arrays use CuPy's expressions.
+    arrays use CuPy's expressions. It runs on as many threads as its vectors are worth
+    (``cpu_fallback.crf.threads_for``): the passes are bound by memory, not arithmetic, and on a
+    loaded machine waking a second thread costs more than a pass over millions of weights (a
+    2.4M-weight dot: 1.8 ms on one thread, 24 ms median on two, measured on the shared 2-core
+    machine); the results do not depend on the thread count.
 
     >>> float(vector_op("dot")(np.arange(3.0), np.ones(3)))
     3.0
     """
-    return get_backend("cpu").op("vectors", name)
+    cpu = get_backend("cpu")
+    op, threads, threads_for = cpu.op("vectors", name), cpu.op("crf", "threads"), cpu.op("crf", "threads_for")
 
+    def run(*vectors: Any) -> Any:
+        with threads(threads_for(int(vectors[-1].size))):
+            return op(*vectors)
+
+    return run
 
 
 def _dot(a: Any, b: Any) -> float:
@@ -46,57 +56,203 @@ def pseudo_gradient(x: Any, g: Any, rho1: float) -> Any:
     return xp.where(x > 0, right, xp.where(x < 0, left, at_zero))
 
 
-def _two_loop(g: Any, history: list[tuple[Any, Any, float]]) -> Any:
-    """−H·g by the L-BFGS two-loop recursion over (s, y, 1/yᵀs) pairs, oldest first."""
-    if isinstance(g, np.ndarray) and history:
-        return _two_loop_fused(g, history)
+def _two_loop(g: Any, history: list[tuple]) -> Any:
+    """−H·g by the textbook L-BFGS two-loop recursion over (s, y, 1/yᵀs) pairs, oldest first: the
+    definition :class:`History` computes in two passes (its tests compare the two).
+
+    >>> s, y = np.array([1.0, 0.0]), np.array([2.0, 0.0])
+    >>> _two_loop(np.array([4.0, 2.0]), [(s, y, 0.5)]).tolist()
+    [-2.0, -1.0]
+    """
     q = g.copy()
     alphas = []
-    for s, y, rho in reversed(history):
-        a = rho * _dot(s, q)
-        alphas.append(a)
-        q -= a * y
+    for s, y, rho, *_ in reversed(history):
+        alphas.append(rho * _dot(s, q))
+        q -= alphas[-1] * y
     if history:
-        s, y, _ = history[-1]
+        s, y = history[-1][:2]
         q *= _dot(s, y) / _dot(y, y)
-    for (s, y, rho), a in zip(history, reversed(alphas)):
+    for (s, y, rho, *_), a in zip(history, reversed(alphas)):
         q += (a - rho * _dot(y, q)) * s
     return -q
 
 
-def _step_from(x: Any, step: float, d: Any) -> Any:
-    """``x + step * d`` (one pass, no temporary, on the CPU)."""
+def _step_from(x: Any, step: float, d: Any) -> tuple[Any, float]:
+    """(``xn = x + step * d``, ``xn · xn``): on the CPU one pass, no temporary; the norm is the
+    next iteration's stopping test's, which then needs no pass of its own."""
     if isinstance(x, np.ndarray):
-        return vector_op("combine")(np.empty_like(x), 1.0, x, step, d)
-    return x + step * d
+        xn = np.empty_like(x)
+        return xn, float(vector_op("combine_norm")(xn, 1.0, x, step, d))
+    xn = x + step * d
+    return xn, _dot(xn, xn)
 
 
-def _difference(a: Any, b: Any, out: Any = None) -> Any:
-    """``a - b``, into ``out`` when given (CPU)."""
-    if isinstance(a, np.ndarray):
-        return vector_op("combine")(np.empty_like(a) if out is None else out, 1.0, a, -1.0, b)
-    return a - b
+def _cpu_pass(name: str, size: int, *args: Any) -> Any:
+    """A fused pass of ``cpu_fallback/vectors.py`` over vectors of ``size`` weights, on the threads
+    one such vector is worth (as :func:`vector_op`), whatever the number of rows it reads: counting
+    every row's work woke a second thread from 3 pairs on, and on the loaded 2-core machine the
+    iterations went from about 0.2 s to 0.8 s from that iteration on (benchmarks/crf.py, two runs)."""
+    cpu = get_backend("cpu")
+    with cpu.op("crf", "threads")(cpu.op("crf", "threads_for")(size)):
+        return cpu.op("vectors", name)(*args)
 
 
-def _two_loop_fused(g: np.ndarray, history: list[tuple[Any, Any, float]]) -> np.ndarray:
-    """:func:`_two_loop` with each update of q fused with the next dot product (same arithmetic, one
-    pass over memory per pair and loop instead of three, no temporaries)."""
-    q = g.copy()
-    k = len(history)
-    alphas = [0.0] * k
-    s, y, rho = history[-1]
-    alphas[-1] = rho * vector_op("dot")(s, q)
-    for i in range(k - 2, -1, -1):  # q -= alpha[i + 1] y[i + 1], then s[i] · q
-        alphas[i] = history[i][2] * vector_op("update_dot")(q, 1.0, -alphas[i + 1], history[i + 1][1], history[i][0])
-    s, y, _ = history[-1]
-    gamma = vector_op("dot")(s, y) / vector_op("dot")(y, y)
-    # q = gamma (q - alpha[0] y[0]), then y[0] · q
-    yq = vector_op("update_dot")(q, gamma, -alphas[0], history[0][1], history[0][1])
-    for i in range(k):  # q += (alpha[i] - rho[i] y[i] · q) s[i], then y[i + 1] · q
-        s, _, rho = history[i]
-        nxt = history[i + 1][1] if i + 1 < k else s
-        yq = vector_op("update_dot")(q, 1.0, alphas[i] - rho * yq, s, nxt)
-    return vector_op("combine")(q, -1.0, q, 0.0, q)
+class _FusedPasses:
+    """The history's three passes as the CPU layer's fused Numba kernels (host arrays)."""
+
+    @staticmethod
+    def history_dots(S: Any, Y: Any, rows: np.ndarray, fresh: int, g: Any) -> np.ndarray:
+        return _cpu_pass("history_dots", g.size, S, Y, rows, fresh, g)
+
+    @staticmethod
+    def combine_rows(out: Any, c: float, g: Any, cs: np.ndarray, cy: np.ndarray, S: Any, Y: Any,
+                     rows: np.ndarray) -> float:
+        return float(_cpu_pass("combine_rows", g.size, out, c, g, cs, cy, S, Y, rows))
+
+    @staticmethod
+    def store_pair(s: Any, y: Any, xn: Any, x: Any, gn: Any, g: Any) -> float:
+        return float(_cpu_pass("store_pair", s.size, s, y, xn, x, gn, g))
+
+
+class _ArrayPasses:
+    """The same passes as array expressions of the vectors' own module: CuPy on the device (numpy
+    runs it in the tests). Only the small results cross to the host."""
+
+    @staticmethod
+    def history_dots(S: Any, Y: Any, rows: np.ndarray, fresh: int, g: Any) -> np.ndarray:
+        xp = array_module(g)
+        k = rows.size
+        out = np.zeros((5, max(k, 1)))  # [4, 0]: g·g, even with no pairs
+        out[4, 0] = float(xp.dot(g, g))
+        if k:
+            index = xp.asarray(rows)
+            Sr, Yr = S[index], Y[index]
+            out[0], out[1] = to_host(Sr @ g), to_host(Yr @ g)
+            if fresh >= 0:
+                out[2], out[3] = to_host(Sr @ Y[fresh]), to_host(Yr @ Y[fresh])
+        return out
+
+    @staticmethod
+    def combine_rows(out: Any, c: float, g: Any, cs: np.ndarray, cy: np.ndarray, S: Any, Y: Any,
+                     rows: np.ndarray) -> float:
+        xp = array_module(g)
+        out[...] = c * g
+        if rows.size:
+            index = xp.asarray(rows)
+            out += xp.asarray(cs) @ S[index] + xp.asarray(cy) @ Y[index]
+        return float(xp.dot(out, g))
+
+    @staticmethod
+    def store_pair(s: Any, y: Any, xn: Any, x: Any, gn: Any, g: Any) -> float:
+        xp = array_module(s)
+        s[...] = xn - x
+        y[...] = gn - g
+        return float(xp.dot(s, y))
+
+
+class History:
+    """The last ``m`` (s, y) pairs of L-BFGS as rows of two ``m × n`` matrices, with the small Gram
+    matrices of their dot products (``s_i·y_j``, ``y_i·y_j``) kept up to date, so that the direction
+    ``−H·g`` of the two-loop recursion takes two passes over memory: one for every dot product of
+    ``g`` with the rows (:meth:`dots`, which also takes the newest pair's Gram column), one to form
+    the direction as one linear combination (:meth:`direction`). Between the passes the recursion
+    runs on coefficients (m numbers), term for term the two-loop's. ``fused=None`` picks the CPU
+    layer's Numba passes for numpy vectors and array expressions otherwise (``fused=False`` runs
+    those on numpy).
+
+    >>> h = History(2, np.zeros(2))
+    >>> h.add(np.array([1.0, 0.0]), np.zeros(2), np.array([2.0, 0.0]), np.zeros(2))
+    True
+    >>> g = np.array([4.0, 2.0])
+    >>> d, slope = h.direction(g, h.dots(g))
+    >>> d.tolist(), slope
+    ([-2.0, -1.0], -10.0)
+    """
+
+    def __init__(self, m: int, like: Any, fused: bool | None = None) -> None:
+        if m < 1:
+            raise ValueError(f"L-BFGS history must hold at least one pair, got {m}")
+        xp = array_module(like)
+        self.S = xp.empty((m, like.size), like.dtype)
+        self.Y = xp.empty((m, like.size), like.dtype)
+        self.order: list[int] = []  # the slots in use, oldest pair first
+        self.sy = np.zeros((m, m))  # s_i·y_j by slot, needed where pair i is no newer than pair j
+        self.yy = np.zeros((m, m))  # y_i·y_j by slot
+        self.pending: list[int] = []  # kept slots whose Gram column is still to be taken
+        fused = isinstance(like, np.ndarray) if fused is None else fused
+        self.passes = _FusedPasses if fused else _ArrayPasses
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def clear(self) -> None:
+        """Forget every pair (a restart from steepest descent)."""
+        self.order.clear()
+        self.pending.clear()
+
+    def add(self, xn: Any, x: Any, gn: Any, g: Any) -> bool:
+        """Store ``s = xn − x``, ``y = gn − g`` (one pass) as the newest pair if ``yᵀs > 0``, dropping
+        the oldest first when the history is full (dropped even when the new pair is refused: its
+        memory is what the new pair was written into). Returns whether the pair was kept."""
+        m = self.S.shape[0]
+        slot = self.order.pop(0) if len(self.order) >= m else min(set(range(m)) - set(self.order))
+        if slot in self.pending:
+            self.pending.remove(slot)
+        sy = self.passes.store_pair(self.S[slot], self.Y[slot], xn, x, gn, g)
+        if not sy > 0:  # NaN too: no curvature information
+            return False
+        self.order.append(slot)
+        self.sy[slot, slot] = sy
+        self.pending.append(slot)
+        return True
+
+    def _gram_column(self, slot: int, rows: np.ndarray, dots: np.ndarray) -> None:
+        for j, r in enumerate(rows.tolist()):
+            if r != slot:  # s·y of the pair itself is store_pair's, the one its acceptance tested
+                self.sy[r, slot] = dots[2, j]
+            self.yy[r, slot] = self.yy[slot, r] = dots[3, j]
+
+    def dots(self, g: Any) -> np.ndarray:
+        """One pass: ``S·g``, ``Y·g`` (oldest pair first), ``g·g`` in ``[4, 0]``, and the Gram column
+        of the newest pair. Returns the ``(5, max(k, 1))`` array of ``cpu_fallback.vectors.history_dots``."""
+        rows = np.array(self.order, np.int64)
+        for slot in self.pending[:-1]:  # only when pairs were added without a direction between
+            self._gram_column(slot, rows, self.passes.history_dots(self.S, self.Y, rows, slot, self.Y[slot]))
+        fresh = self.pending[-1] if self.pending else -1
+        dots = self.passes.history_dots(self.S, self.Y, rows, fresh, g)
+        if fresh >= 0:
+            self._gram_column(fresh, rows, dots)
+        self.pending.clear()
+        return dots
+
+    def coefficients(self, dots: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """(c, cs, cy) with ``−H·g = c·g + Σ cs_i s_i + cy_i y_i``: the two-loop recursion on the
+        coefficients of q in the basis (g, s_i, y_i), every dot product from ``dots`` and the Gram
+        matrices."""
+        rows = np.array(self.order, np.int64)
+        k = rows.size
+        if k == 0:
+            return -1.0, np.zeros(0), np.zeros(0)
+        a, b = dots[0], dots[1]
+        sy, yy = self.sy[np.ix_(rows, rows)], self.yy[np.ix_(rows, rows)]
+        rho = 1.0 / np.diag(sy)
+        qy, alpha = np.zeros(k), np.zeros(k)  # first loop: q = g + Σ qy_j y_j
+        for i in range(k - 1, -1, -1):
+            alpha[i] = rho[i] * (a[i] + float(qy[i + 1:] @ sy[i, i + 1:]))  # rho_i s_i·q
+            qy[i] = -alpha[i]
+        gamma = sy[-1, -1] / yy[-1, -1]
+        ry, rs = gamma * qy, np.zeros(k)  # second loop: r = gamma·g + Σ rs_j s_j + ry_j y_j
+        for i in range(k):
+            beta = rho[i] * (gamma * b[i] + float(ry @ yy[i]) + float(rs[:i] @ sy[:i, i]))  # rho_i y_i·r
+            rs[i] = alpha[i] - beta
+        return -gamma, -rs, -ry
+
+    def direction(self, g: Any, dots: np.ndarray) -> tuple[Any, float]:
+        """(d = −H·g, g·d) in one pass, from the pass of :meth:`dots` on the same ``g``."""
+        c, cs, cy = self.coefficients(dots)
+        d = array_module(g).empty_like(g)
+        rows = np.array(self.order, np.int64)
+        return d, self.passes.combine_rows(d, c, g, cs, cy, self.S, self.Y, rows)
 
 
 @dataclass
@@ -115,7 +271,8 @@ def minimize(fun: Callable[[Any], tuple[float, Any]], x0: Any, *, rho1: float = 
     """Minimise ``fun(x)[0] + rho1·‖x‖₁`` (``fun`` returns the smooth value and its gradient).
 
     Stops after ``max_iterations``, when ‖pseudo-gradient‖ ≤ ``epsilon``·max(1, ‖x‖), when the line
-    search fails, or when ``callback(step, x)`` returns true (the caller's stopping rules).
+    search fails, or when ``callback(step, x)`` returns true (the caller's stopping rules). The last
+    ``history`` (s, y) pairs live in a :class:`History`; ``fun``'s vectors are not written to.
 
     >>> f = lambda x: (float(((x - 3) ** 2).sum()), 2 * (x - 3))
     >>> minimize(f, np.zeros(2)).round(6).tolist()
@@ -128,18 +285,22 @@ def minimize(fun: Callable[[Any], tuple[float, Any]], x0: Any, *, rho1: float = 
     evaluations = 1
     l1 = lambda v: rho1 * float(array_module(v).abs(v).sum()) if rho1 > 0 else 0.0  # noqa: E731
     total = f + l1(x)
-    pairs: list[tuple[Any, Any, float]] = []
+    pairs = History(history, x)
+    xx = None  # x · x when a pass already took it
     for iteration in range(1, max_iterations + 1):
         pg = pseudo_gradient(x, g, rho1) if rho1 > 0 else g
-        pg_norm = math.sqrt(_dot(pg, pg))
-        if pg_norm <= epsilon * max(1.0, math.sqrt(_dot(x, x))):
+        dots = pairs.dots(pg)  # every dot product of the direction, and ‖pg‖², in one pass
+        pg_norm = math.sqrt(dots[4, 0])
+        if pg_norm <= epsilon * max(1.0, math.sqrt(_dot(x, x) if xx is None else xx)):
             break
-        d = _two_loop(pg, pairs)
+        d, descent = pairs.direction(pg, dots)
         if rho1 > 0:
             d = array_module(d).where(d * pg < 0, d, 0.0)  # keep the directions that descend the pseudo-gradient
-        if _dot(d, pg) >= 0:  # not a descent direction: restart from steepest descent
+            descent = _dot(d, pg)
+        if descent >= 0:  # not a descent direction: restart from steepest descent
             pairs.clear()
             d = -pg
+            descent = _dot(d, pg)
         step = 1.0 / math.sqrt(_dot(d, d)) if iteration == 1 else 1.0
         found = None
         if rho1 > 0:
@@ -155,10 +316,10 @@ def minimize(fun: Callable[[Any], tuple[float, Any]], x0: Any, *, rho1: float = 
                     break
                 step *= 0.5
         else:
-            slope = _dot(g, d)
+            slope = descent  # g · d: pg is g without the L1 term
             low, high = 0.0, math.inf
             for _ in range(max_linesearch):
-                xn = _step_from(x, step, d)
+                xn, xnxn = _step_from(x, step, d)
                 fn, gn = fun(xn)
                 evaluations += 1
                 if not math.isfinite(fn) or fn > f + 1e-4 * step * slope:  # an overflow is a step too far
@@ -169,15 +330,11 @@ def minimize(fun: Callable[[Any], tuple[float, Any]], x0: Any, *, rho1: float = 
                     found = (xn, fn, gn, fn)
                     break
                 step = 0.5 * (low + high) if high < math.inf else 2.0 * step
+            xx = xnxn if found is not None else None
         if found is None:
             break
         xn, fn, gn, tn = found
-        # the oldest pair, dropped now when the history is full, lends its memory to the new one
-        oldest = pairs.pop(0) if len(pairs) >= history else (None, None, 0.0)
-        s, y = _difference(xn, x, oldest[0]), _difference(gn, g, oldest[1])
-        sy = _dot(s, y)
-        if sy > 0:
-            pairs.append((s, y, 1.0 / sy))
+        pairs.add(xn, x, gn, g)  # kept when yᵀs > 0; the oldest pair goes when the history is full
         x, f, g, total = xn, fn, gn, tn
         if callback is not None and callback(Step(iteration, total, pg_norm, evaluations), x):
             break

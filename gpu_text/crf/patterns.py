@@ -234,8 +234,28 @@ class Vocabulary:
         return found
 
 
-def _intern_column(values: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+@dataclass(frozen=True)
+class InternedColumn:
+    """A column given as codes into a list of values (``distinct[codes[t]]`` is token ``t``'s
+    value; values may repeat): what a caller that derives columns from the distinct characters
+    hands :func:`extract_parts` instead of one string per token.
+
+    >>> cols, off = [InternedColumn(np.array([1, 0, 1]), ["a", "b"])], np.array([0, 3])
+    >>> v = Vocabulary(); extract_parts(parse_patterns("u%x[0,0]"), cols, off, v, True)[0].ravel().tolist(), v.strings
+    ([1, 0, 1], ['a', 'b'])
+    """
+
+    codes: np.ndarray
+    distinct: list[str]
+
+    def __len__(self) -> int:
+        return int(self.codes.size)
+
+
+def _intern_column(values: Sequence[str] | InternedColumn) -> tuple[np.ndarray, list[str]]:
     """Ids of a column's values (first occurrence order) and the distinct values."""
+    if isinstance(values, InternedColumn):
+        return values.codes, values.distinct
     ids: dict[str, int] = {}
     setdefault = ids.setdefault
     codes = np.fromiter((setdefault(v, len(ids)) for v in values), np.int64, len(values))
@@ -259,6 +279,7 @@ def extract_parts(patterns: Sequence[Pattern], columns: Sequence[Sequence[str]],
     local = np.arange(n, dtype=np.int64) - starts
     seq_len = lengths[rows]
     interned: dict[int, tuple[np.ndarray, list[str]]] = {}
+    tables: dict[tuple, np.ndarray] = {}  # value ids of every candidate, by (column, transform)
     out = []
     for pattern in patterns:
         parts = np.empty((n, len(pattern.commands)), np.int64)
@@ -283,10 +304,19 @@ def extract_parts(patterns: Sequence[Pattern], columns: Sequence[Sequence[str]],
             value_codes[before] = len(distinct) + np.minimum(-pos[before] - 1, 4)
             value_codes[after] = len(distinct) + 5 + np.minimum((pos - seq_len)[after], 4)
             candidates = list(chain(distinct, OUT_OF_RANGE))
-            used = np.flatnonzero(np.bincount(value_codes, minlength=len(candidates)))
+            transform = (command.column, command.kind, command.lower, command.regex)
+            if not grow and transform in tables:  # labelling: the same transform of the column, once
+                parts[:, k] = tables[transform][value_codes]
+                continue
+            if grow:  # training adds exactly the outputs that occur (the model's values, as ever)
+                used = np.flatnonzero(np.bincount(value_codes, minlength=len(candidates)))
+            else:
+                used = np.arange(len(candidates))
             lookup = values.add if grow else (lambda o: values.ids.get(o, -1))
             table = np.full(len(candidates), -1, np.int64)
             table[used] = np.fromiter((lookup(command.transform(candidates[c])) for c in used), np.int64, used.size)
+            if not grow:
+                tables[transform] = table
             parts[:, k] = table[value_codes]
         out.append(parts)
     return out
@@ -304,10 +334,12 @@ def namespace_ids(patterns: Sequence[Pattern]) -> np.ndarray:
 
 def combine_keys(namespace: int, parts: np.ndarray, n_values: int, n_namespaces: int) -> np.ndarray:
     """One int64 key per row of ``parts`` (-1 where a part is -1): exact positional packing while
-    it fits in 62 bits, else a 64-bit multiplicative hash with the sign bit cleared.
+    it fits in 62 bits, else a 64-bit multiplicative hash with the sign bit cleared. The namespace
+    is the lowest digit (``values * n_namespaces + namespace``), so keys of namespaces with
+    different numbers of commands (none included) never meet.
 
     >>> combine_keys(1, np.array([[2, 3], [0, -1]]), 10, 2).tolist()
-    [123, -1]
+    [47, -1]
     """
     n, k = parts.shape
     unknown = (parts < 0).any(axis=1)
@@ -316,9 +348,10 @@ def combine_keys(namespace: int, parts: np.ndarray, n_values: int, n_namespaces:
     except OverflowError:  # a pattern with hundreds of commands
         exact = False
     if exact:
-        keys = np.full(n, namespace, np.int64)
+        keys = np.zeros(n, np.int64)
         for j in range(k):
             keys = keys * n_values + parts[:, j]
+        keys = keys * n_namespaces + namespace
     else:
         keys = np.full(n, namespace + 1, np.uint64)
         for j in range(k):

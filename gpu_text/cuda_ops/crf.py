@@ -38,28 +38,41 @@ def forward_backward(rt: KernelRuntime, unigram: Any, bigram: Any, seq_offsets: 
     return alpha, omega, marginals, log_z, gold
 
 
-def _reduce(rt: KernelRuntime, partial: Any, feature_chunks: Any, width: int) -> Any:
+def _reduce(rt: KernelRuntime, partial: Any, feature_chunks: Any, width: int, weights: Any, l2: float,
+            out: Any) -> Any:
+    """Each feature's chunk sums added in order (+ ``l2 · weights``), into ``out`` (features, width)."""
     xp = rt.xp
     n_features = int(feature_chunks.size - 1)
-    out = xp.empty((n_features, width))
+    if out is None:
+        out = xp.empty((n_features, width))
+    elif not out.flags.c_contiguous or out.size != n_features * width:
+        raise ValueError(f"CRF gradient: out must be a contiguous array of {n_features * width} values")
+    has_weights = np.int32(weights is not None)
+    weights = xp.ascontiguousarray(weights) if weights is not None else xp.zeros(1)
     launch(rt.function("crf", "crf_reduce_chunks"), blocks_for(n_features * width, BLOCK),
-           (partial, feature_chunks, i64(n_features), i64(width), out))
-    return out
+           (partial, feature_chunks, i64(n_features), i64(width), weights, has_weights, np.float64(l2), out))
+    return out.reshape(n_features, width)
 
 
 def unigram_gradient(rt: KernelRuntime, marginals: Any, labels: Any, occ_tokens: Any, chunk_offsets: Any,
-                     feature_chunks: Any) -> Any:
-    """Expected minus empirical counts of every unigram weight, (n_features, n_labels)."""
+                     feature_chunks: Any, weights: Any = None, l2: float = 0.0, out: Any = None,
+                     u_offsets: Any = None, u_ids: Any = None) -> Any:
+    """Expected minus empirical counts of every unigram weight, (n_features, n_labels), plus
+    ``l2 · weights`` when given, into ``out`` when given. The tokens' own lists (``u_offsets``,
+    ``u_ids``) are not used: a scatter would need atomics, the transposed tables give a
+    deterministic segmented reduction."""
     n_chunks, n_labels = int(chunk_offsets.size - 1), int(marginals.shape[1])
     partial = rt.xp.empty(max(n_chunks * n_labels, 1))
     launch(rt.function("crf", "crf_unigram_partials"), blocks_for(n_chunks * n_labels, BLOCK),
            (marginals, labels, occ_tokens, chunk_offsets, i64(n_chunks), i64(n_labels), partial))
-    return _reduce(rt, partial, feature_chunks, n_labels)
+    return _reduce(rt, partial, feature_chunks, n_labels, weights, l2, out)
 
 
 def bigram_gradient(rt: KernelRuntime, bigram: Any, alpha: Any, omega: Any, labels: Any, b_offsets: Any, b_ids: Any,
-                    occ_tokens: Any, chunk_offsets: Any, feature_chunks: Any) -> Any:
-    """Expected minus empirical counts of every bigram weight, (n_features, n_labels, n_labels)."""
+                    occ_tokens: Any, chunk_offsets: Any, feature_chunks: Any, weights: Any = None, l2: float = 0.0,
+                    out: Any = None) -> Any:
+    """Expected minus empirical counts of every bigram weight, (n_features, n_labels, n_labels),
+    plus ``l2 · weights`` when given, into ``out`` when given."""
     xp = rt.xp
     n_chunks, n_labels = int(chunk_offsets.size - 1), int(alpha.shape[1])
     width = n_labels * n_labels
@@ -67,7 +80,13 @@ def bigram_gradient(rt: KernelRuntime, bigram: Any, alpha: Any, omega: Any, labe
     launch(rt.function("crf", "crf_bigram_partials"), blocks_for(n_chunks * width, BLOCK),
            (xp.exp(bigram), alpha, omega, labels, b_offsets, b_ids, occ_tokens, chunk_offsets, i64(n_chunks),
             i64(n_labels), partial))
-    return _reduce(rt, partial, feature_chunks, width).reshape(-1, n_labels, n_labels)
+    return _reduce(rt, partial, feature_chunks, width, weights, l2, out).reshape(-1, n_labels, n_labels)
+
+
+def posterior_errors(rt: KernelRuntime, marginals: Any, labels: Any) -> int:
+    """How many tokens' most probable label (the lowest of equals) is not ``labels``' (one CuPy
+    reduction; the only host transfer is the count)."""
+    return int((marginals.argmax(axis=1) != labels).sum()) if labels.size else 0
 
 
 def viterbi(rt: KernelRuntime, unigram: Any, bigram: Any, seq_offsets: Any, u_offsets: Any, u_ids: Any,

@@ -1,23 +1,29 @@
 """Bulk tokenizing (the main job): stream documents (any input :mod:`gpu_text.documents` reads)
-through a tokenizer into Parquet (a ``list<int32>`` ids column, optionally offsets) or a flat
-``.npy`` pair. The command line is ``gpu-text tokenize`` (:mod:`gpu_text.tokenizer.commands`).
+through a tokenizer into one of the outputs of :mod:`gpu_text.outputs`: Parquet (a
+``list<int32>`` ids column, optionally offsets), a flat ``.npy`` pair, a Megatron-LM indexed
+dataset (``.bin`` + ``.idx``) or a Hugging Face ``datasets`` directory, optionally packed into
+fixed-length rows for pretraining, with the job's statistics in a JSON file beside it. The
+command line is ``gpu-text tokenize`` (:mod:`gpu_text.tokenizer.commands`).
 
-Memory stays bounded by the chunk size whatever the input size; documents are never dropped or
-reordered (the count of documents read and rows written is checked at the end), and an output
-appears only whole (written under a temporary name, renamed on success).
+Reading, encoding and writing overlap (:func:`gpu_text.pipeline.run_pipeline`: the reading and
+the writing on their own threads, bounded queues between them), so memory stays bounded by a few
+chunks whatever the input size; documents are never dropped or reordered (the count of documents
+read and rows written is checked at the end), and an output appears only whole (written under a
+temporary name, renamed on success).
 """
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from gpu_text.documents import DEFAULT_CHUNK_BYTES, iter_documents, total_bytes
+from gpu_text.documents import DEFAULT_CHUNK_BYTES, Documents, iter_documents, total_bytes
+from gpu_text.outputs import check_options, open_writer, output_files
+from gpu_text.outputs import output_format as format_of
+from gpu_text.outputs.stats import JobStats, stats_path, write_stats
 from gpu_text.ragged import RaggedArray
 
 
@@ -36,86 +42,45 @@ def load_tokenizer(path: str | Path) -> Any:
     return Tokenizer.from_file(path)
 
 
-class _NpyWriter:
-    """A flat ids (int32) and offsets (int64) ``.npy`` pair written chunk by chunk: the ids go to
-    an anonymous scratch file first (their count, in the header, is known only at the end)."""
+def output_paths(output: str | Path, format: str | None = None, stats: bool = False) -> list[str]:
+    """The files :func:`tokenize_files` writes for ``output`` in ``format`` (told by the name when
+    ``None``, :func:`gpu_text.outputs.output_format`): itself, ``OUT.ids.npy`` and
+    ``OUT.offsets.npy`` for ``OUT.npy``, ``PREFIX.bin`` and ``PREFIX.idx`` for Megatron (none for an
+    HF dataset directory), and with ``stats`` the statistics JSON.
 
-    def __init__(self, ids_path: str, offsets_path: str) -> None:
-        self.ids_path, self.offsets_path = ids_path, offsets_path
-        self.ids_raw = tempfile.TemporaryFile(dir=os.path.dirname(os.path.abspath(ids_path)))
-        self.offsets = [np.zeros(1, np.int64)]
-        self.total = 0
-
-    def write(self, ids: RaggedArray, starts: RaggedArray | None, ends: RaggedArray | None) -> None:
-        self.ids_raw.write(np.ascontiguousarray(ids.values, np.int32).tobytes())
-        self.offsets.append(ids.offsets[1:] + self.total)
-        self.total += int(ids.values.size)
-
-    def close(self) -> int:
-        self.ids_raw.seek(0)
-        with open(self.ids_path, "wb") as out:
-            np.lib.format.write_array_header_1_0(out, {"descr": "<i4", "fortran_order": False, "shape": (self.total,)})
-            while chunk := self.ids_raw.read(1 << 24):
-                out.write(chunk)
-        offsets = np.concatenate(self.offsets)
-        with open(self.offsets_path, "wb") as out:
-            np.save(out, offsets)
-        self.ids_raw.close()
-        return offsets.size - 1
-
-    def discard(self) -> None:
-        self.ids_raw.close()
-
-
-class _ParquetWriter:
-    def __init__(self, path: str, with_offsets: bool) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        fields = [pa.field("ids", pa.list_(pa.int32()))]
-        if with_offsets:
-            fields += [pa.field("starts", pa.list_(pa.int64())), pa.field("ends", pa.list_(pa.int64()))]
-        self.schema = pa.schema(fields)
-        self.writer = pq.ParquetWriter(path, self.schema)
-        self.rows = 0
-
-    def write(self, ids: RaggedArray, starts: RaggedArray | None, ends: RaggedArray | None) -> None:
-        import pyarrow as pa
-
-        columns = [ids.to_arrow(large=False).cast(pa.list_(pa.int32()))]
-        if starts is not None:
-            columns += [starts.to_arrow(large=False), ends.to_arrow(large=False)]
-        self.writer.write_table(pa.Table.from_arrays(columns, schema=self.schema))
-        self.rows += len(ids)
-
-    def close(self) -> int:
-        self.writer.close()
-        return self.rows
-
-    def discard(self) -> None:
-        self.writer.close()  # the file is a temporary, removed by the caller
-
-
-def output_paths(output: str | Path) -> list[str]:
-    """The files :func:`tokenize_files` writes for ``output``: itself, or for ``OUT.npy`` the pair
-    ``OUT.ids.npy`` and ``OUT.offsets.npy``.
-
-    >>> output_paths("ids.npy"), output_paths("ids.parquet")
-    (['ids.ids.npy', 'ids.offsets.npy'], ['ids.parquet'])
+    >>> output_paths("ids.npy"), output_paths("ids.parquet", stats=True)
+    (['ids.ids.npy', 'ids.offsets.npy'], ['ids.parquet', 'ids.parquet.stats.json'])
+    >>> output_paths("wiki", "megatron")
+    ['wiki.bin', 'wiki.idx']
     """
-    output = Path(output)
-    if output.suffix != ".npy":
-        return [str(output)]
-    stem = output.with_suffix("")
-    return [f"{stem}.ids.npy", f"{stem}.offsets.npy"]
+    paths = output_files(output, format_of(output, format))
+    return paths + [stats_path(output, format_of(output, format))] if stats else paths
+
+
+@dataclass
+class _Encoded:
+    """One encoded batch on its way to the writer thread."""
+
+    documents: Documents
+    ids: RaggedArray
+    starts: RaggedArray | None
+    ends: RaggedArray | None
 
 
 def tokenize_files(tokenizer: Any, inputs: Sequence[str | Path], output: str | Path, field: str = "text",
                    with_offsets: bool = False, backend: str | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                    add_bos: bool = False, add_eos: bool = False, progress: bool = True, format: str | None = None,
-                   max_document_bytes: int | None = None) -> dict[str, Any]:
-    """Tokenize every document of ``inputs`` into ``output`` (``.parquet``, or ``.npy``: writes
-    ``OUT.ids.npy`` + ``OUT.offsets.npy``). Returns counts and throughput.
+                   max_document_bytes: int | None = None, output_format: str | None = None,
+                   append_eod: bool = False, pack: int | None = None, stats: bool = True) -> dict[str, Any]:
+    """Tokenize every document of ``inputs`` (read as ``format`` says, see
+    :func:`gpu_text.documents.read_documents`) into ``output``, written as ``output_format``
+    (``parquet``, ``npy``, ``megatron`` or ``hf``; ``None``: told by the name, see
+    :func:`output_paths`). Returns the job's statistics, which ``stats`` also writes beside the
+    output (``OUT.stats.json``, :func:`gpu_text.outputs.stats.stats_path`).
+
+    ``append_eod`` (Megatron) ends every non-empty document with the tokenizer's eos id; ``pack``
+    joins the documents, each followed by the eos id, and cuts them into rows of ``pack`` tokens,
+    the remainder kept as a last shorter row (:mod:`gpu_text.outputs.packing`).
 
     The outputs are written under temporary names and renamed at the end, so a failure (named
     by input file and documents) leaves no partial output and an older output untouched; an
@@ -127,44 +92,82 @@ def tokenize_files(tokenizer: Any, inputs: Sequence[str | Path], output: str | P
     >>> _ = open(docs, "w").write("Hello world\\n\\nbye\\n")
     >>> summary = tokenize_files(load_tokenizer(MODEL), [docs], os.path.join(d, "ids.npy"), backend="cpu", progress=False)
     >>> summary["documents"], summary["bytes"], sorted(os.listdir(d))
-    (3, 17, ['docs.txt', 'ids.ids.npy', 'ids.offsets.npy'])
+    (3, 17, ['docs.txt', 'ids.ids.npy', 'ids.npy.stats.json', 'ids.offsets.npy'])
+    >>> packed = tokenize_files(load_tokenizer(MODEL), [docs], os.path.join(d, "wiki"), output_format="megatron",
+    ...                         pack=4, backend="cpu", progress=False, stats=False)
+    >>> packed["tokens"], packed["tokens_written"], packed["rows"]  # 5 + 3 tokens, an eos after each: 4 + 4 + 2
+    (8, 10, 3)
     """
     from tqdm import tqdm
 
     from gpu_text.backend import get_backend
     from gpu_text.cli_helpers import atomic_outputs, check_outputs, failing_documents
+    from gpu_text.outputs.packing import PackingWriter
+    from gpu_text.pipeline import run_pipeline
 
     if str(output) == "-":
-        raise ValueError("the output must be a .parquet or .npy file, not '-' (stdout)")
-    outputs = output_paths(output)
-    if with_offsets and len(outputs) == 2:
-        raise ValueError("offsets are written to Parquet outputs only")
+        raise ValueError("the output must be a file or a dataset directory, not '-' (stdout)")
+    fmt = format_of(output, output_format)
+    check_options(fmt, with_offsets, append_eod, pack)
+    eos_id = _eos_for(tokenizer, append_eod, pack, add_eos)
     inputs = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    files = output_paths(output, fmt)
+    outputs = files + [stats_path(output, fmt)] if stats else files
     check_outputs(inputs, outputs)
+    if fmt == "hf":
+        from gpu_text.outputs.hf_datasets import check_dataset_output
+
+        check_dataset_output(output, inputs)
     total = total_bytes(inputs)  # a missing input fails before an output is created
     get_backend(backend)  # and so does a backend that cannot run here
-    documents = tokens = 0
+    job = JobStats()
     start = time.perf_counter()
+
+    def encode(documents: Documents) -> _Encoded:
+        with failing_documents(documents.path, documents.first, len(documents.batch)):
+            encoding = tokenizer.encode(documents.batch, backend=backend, with_offsets=with_offsets,
+                                        add_bos=add_bos, add_eos=add_eos)
+            return _Encoded(documents, encoding.ids.to_numpy(),
+                            encoding.starts.to_numpy() if encoding.starts is not None else None,
+                            encoding.ends.to_numpy() if encoding.ends is not None else None)
+
+    def write(encoded: _Encoded) -> None:
+        documents = encoded.documents
+        with failing_documents(documents.path, documents.first, len(documents.batch)):
+            writer.write(encoded.ids, encoded.starts, encoded.ends)
+        job.add(documents.path, documents.first, documents.batch.nbytes, encoded.ids.lengths)
+
     with atomic_outputs(outputs) as temps, tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
                                                 desc="tokenize", disable=not progress) as bar:
-        writer: Any = _NpyWriter(*temps) if len(temps) == 2 else _ParquetWriter(temps[0], with_offsets)
+        writer: Any = open_writer(fmt, str(output), temps[:len(files)], with_offsets, vocab_size=len(tokenizer),
+                                  eod_id=eos_id if append_eod else None)
+        if pack:
+            writer = PackingWriter(writer, pack, eos_id)
         try:
-            for path, first, batch in iter_documents(inputs, field, chunk_bytes, bar, format, max_document_bytes):
-                with failing_documents(path, first, len(batch)):
-                    encoding = tokenizer.encode(batch, backend=backend, with_offsets=with_offsets, add_bos=add_bos,
-                                                add_eos=add_eos)
-                    ids = encoding.ids.to_numpy()
-                    starts = encoding.starts.to_numpy() if encoding.starts is not None else None
-                    ends = encoding.ends.to_numpy() if encoding.ends is not None else None
-                    writer.write(ids, starts, ends)
-                documents += len(batch)
-                tokens += int(ids.values.size)
+            run_pipeline(iter_documents(inputs, field, chunk_bytes, bar, format, max_document_bytes), encode, write)
+            rows = writer.close()
         except BaseException:
             writer.discard()
             raise
-        rows = writer.close()
-        if rows != documents:
-            raise RuntimeError(f"read {documents} documents but wrote {rows} rows")
-    seconds = time.perf_counter() - start
-    return {"documents": documents, "tokens": tokens, "bytes": total, "seconds": round(seconds, 3),
-            "mb_per_s": round(total / 1e6 / seconds, 2) if seconds > 0 else None}
+        expected = writer.rows if pack else job.documents
+        if rows != expected:
+            raise RuntimeError(f"read {job.documents} documents but wrote {rows} rows"
+                               + (f" ({expected} packed rows made)" if pack else ""))
+        written = writer.tokens if pack else job.tokens + (job.documents - job.empty_documents) * bool(append_eod)
+        summary = job.summary(total, time.perf_counter() - start, format=fmt, rows=rows, tokens_written=written,
+                              pack=pack, append_eod=append_eod, output=str(output))
+        if stats:
+            write_stats(temps[-1], summary)
+    return summary
+
+
+def _eos_for(tokenizer: Any, append_eod: bool, pack: int | None, add_eos: bool) -> int:
+    """The eos id ``--append-eod`` and ``--pack`` end documents with, checked to exist."""
+    if not (append_eod or pack):
+        return -1
+    option = "--append-eod" if append_eod else "--pack"
+    if add_eos:
+        raise ValueError(f"{option} ends documents with the eos id already: drop --add-eos")
+    if tokenizer.eos_id < 0:
+        raise ValueError(f"the model has no eos piece, so {option} cannot end documents with it")
+    return int(tokenizer.eos_id)

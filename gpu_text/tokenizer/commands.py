@@ -18,6 +18,7 @@ from gpu_text.cli_helpers import (add_backend_options, add_command, add_document
                                   check_backend, check_outputs, chunk_bytes, fraction, load_file, positive_int,
                                   progress_enabled, reader_options)
 from gpu_text.documents import document_options
+from gpu_text.outputs import FORMATS
 
 INPUTS_HELP = (".txt (a document per line), .jsonl/.json or .parquet (see --field), each maybe "
                "gzip/zstd/bz2-compressed (told by content, see --format); '-' for stdin")
@@ -67,17 +68,25 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     >>> main(["tokenize", "--model", str(MODEL), "--backend", "cpu", str(d / "docs.txt"), str(d / "ids.parquet")])
     0
     """
+    from gpu_text.outputs import check_options, output_format
     from gpu_text.tokenizer.bulk import load_tokenizer, output_paths, tokenize_files
 
-    check_outputs([args.model, *args.inputs], output_paths(args.output))
+    fmt = output_format(args.output, args.output_format)
+    check_options(fmt, args.offsets, args.append_eod, args.pack)  # before the model is loaded
+    check_outputs([args.model, *args.inputs], output_paths(args.output, fmt, stats=not args.no_stats))
     check_backend(args)
     tokenizer = load_file(args.model, load_tokenizer, "tokenizer model")
     for flag, name, special in ((args.add_bos, "bos", tokenizer.bos_id), (args.add_eos, "eos", tokenizer.eos_id)):
         if flag and special < 0:  # said before any output exists, naming the model
             raise ValueError(f"{args.model}: the model has no {name} piece, so --add-{name} cannot be honoured")
+    for flag, option in ((args.append_eod, "--append-eod"), (args.pack, "--pack")):
+        if flag and tokenizer.eos_id < 0:
+            raise ValueError(f"{args.model}: the model has no eos piece, so {option} cannot end documents with it")
     summary = tokenize_files(tokenizer, args.inputs, args.output, field=args.field, with_offsets=args.offsets,
                              backend=args.backend, chunk_bytes=chunk_bytes(args), add_bos=args.add_bos,
-                             add_eos=args.add_eos, progress=progress_enabled(), **reader_options(args))
+                             add_eos=args.add_eos, progress=progress_enabled(), output_format=fmt,
+                             append_eod=args.append_eod, pack=args.pack, stats=not args.no_stats,
+                             **reader_options(args))
     print(json.dumps(summary), file=sys.stderr)
     return 0
 
@@ -116,12 +125,28 @@ def add_commands(subparsers: Any) -> None:
     add_backend_options(train)
 
     tokenize = add_command(subparsers, "tokenize", cmd_tokenize,
-                           "bulk-tokenize .txt/.jsonl/.parquet into Parquet or .npy")
+                           "bulk-tokenize .txt/.jsonl/.parquet into Parquet, .npy, Megatron or HF datasets",
+                           description="Writes OUT.stats.json beside the output OUT (documents, tokens, bytes, "
+                                       "tokens per byte, longest document, seconds) unless --no-stats.")
     tokenize.add_argument("--model", required=True, help="a SentencePiece .model (BPE) or a gpu_text model file")
     tokenize.add_argument("inputs", nargs="+", help=INPUTS_HELP)
-    tokenize.add_argument("output", help="OUT.parquet (list<int32> ids column) or OUT.npy (OUT.ids.npy + OUT.offsets.npy)")
+    tokenize.add_argument("output", help="OUT.parquet (list<int32> ids column), OUT.npy (OUT.ids.npy + "
+                                         "OUT.offsets.npy), PREFIX.bin or PREFIX with --output-format megatron "
+                                         "(PREFIX.bin + PREFIX.idx), DIR/ or DIR with --output-format hf")
     add_document_options(tokenize)
-    tokenize.add_argument("--offsets", action="store_true", help="also write each token's byte span (Parquet)")
+    tokenize.add_argument("--output-format", choices=FORMATS, default=None,
+                          help="parquet, npy, megatron or hf (a datasets.load_from_disk directory); default: told "
+                               "by the output's name (.npy, .bin/.idx, a trailing /, else parquet). --format is "
+                               "the input's")
+    tokenize.add_argument("--offsets", action="store_true", help="also write each token's byte span (parquet, hf)")
     tokenize.add_argument("--add-bos", action="store_true")
     tokenize.add_argument("--add-eos", action="store_true")
+    tokenize.add_argument("--append-eod", action="store_true",
+                          help="megatron: end every non-empty document with the model's eos id (preprocess_data.py's "
+                               "--append-eod)")
+    tokenize.add_argument("--pack", type=positive_int, default=None, metavar="N",
+                          help="join the documents, each followed by the eos id, and cut them into rows of N tokens; "
+                               "the remainder is the last, shorter row")
+    tokenize.add_argument("--no-stats", action="store_true",
+                          help="do not write the statistics JSON (OUT.stats.json; PREFIX.stats.json for megatron)")
     add_backend_options(tokenize)

@@ -56,22 +56,34 @@ def _token_of_occurrence(occ_tokens, chunk_offsets, feature_chunks):
                 yield f, int(occ_tokens[o])
 
 
-def unigram_gradient(marginals, labels, occ_tokens, chunk_offsets, feature_chunks):
-    out = np.zeros((feature_chunks.size - 1, marginals.shape[1]))
+def _finish(gradient, weights, l2, out):
+    """The optional L2 term and output array of the gradient kernels."""
+    if weights is not None:
+        gradient = gradient + l2 * weights.reshape(gradient.shape)
+    if out is None:
+        return gradient
+    out.reshape(gradient.shape)[...] = gradient
+    return out.reshape(gradient.shape)
+
+
+def unigram_gradient(marginals, labels, occ_tokens, chunk_offsets, feature_chunks, weights=None, l2=0.0, out=None,
+                     u_offsets=None, u_ids=None):  # the same counts whichever layout a twin reads
+    gradient = np.zeros((feature_chunks.size - 1, marginals.shape[1]))
     for f, t in _token_of_occurrence(occ_tokens, chunk_offsets, feature_chunks):
-        out[f] += marginals[t]
-        out[f, labels[t]] -= 1
-    return out
+        gradient[f] += marginals[t]
+        gradient[f, labels[t]] -= 1
+    return _finish(gradient, weights, l2, out)
 
 
-def bigram_gradient(bigram, alpha, omega, labels, b_offsets, b_ids, occ_tokens, chunk_offsets, feature_chunks):
+def bigram_gradient(bigram, alpha, omega, labels, b_offsets, b_ids, occ_tokens, chunk_offsets, feature_chunks,
+                    weights=None, l2=0.0, out=None):
     n_labels = alpha.shape[1]
-    out = np.zeros((feature_chunks.size - 1, n_labels, n_labels))
+    gradient = np.zeros((feature_chunks.size - 1, n_labels, n_labels))
     for f, t in _token_of_occurrence(occ_tokens, chunk_offsets, feature_chunks):
         trans = bigram[b_ids[b_offsets[t]:b_offsets[t + 1]]].sum(axis=0)
-        out[f] += alpha[t - 1][:, None] * np.exp(trans) * omega[t][None, :]
-        out[f, labels[t - 1], labels[t]] -= 1
-    return out
+        gradient[f] += alpha[t - 1][:, None] * np.exp(trans) * omega[t][None, :]
+        gradient[f, labels[t - 1], labels[t]] -= 1
+    return _finish(gradient, weights, l2, out)
 
 
 def viterbi(unigram, bigram, seq_offsets, u_offsets, u_ids, b_offsets, b_ids):
@@ -96,3 +108,7 @@ def viterbi(unigram, bigram, seq_offsets, u_offsets, u_ids, b_offsets, b_ids):
             path.append(y)
         out[start:end] = path[::-1]
     return out, scores
+
+
+def posterior_errors(marginals, labels):
+    return int((np.argmax(marginals, axis=1) != labels).sum()) if labels.size else 0

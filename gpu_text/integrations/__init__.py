@@ -1,0 +1,7 @@
+"""Adapters to the data tools users already run: :mod:`~gpu_text.integrations.hf` for Hugging Face
+``datasets`` (``Dataset.map(..., batched=True)``). Each imports its tool only when used.
+
+>>> import gpu_text.integrations.hf as hf
+>>> callable(hf.batched_encoder)
+True
+"""

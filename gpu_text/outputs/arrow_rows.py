@@ -1,0 +1,50 @@
+"""Ragged rows to Arrow ``list`` columns in pieces whose offsets fit int32, for the Arrow-based
+outputs (Parquet, HF datasets): a ``list<int32>`` column has int32 offsets, so one chunk of more
+than 2**31 - 1 values (a huge ``--chunk-mb``) is cut into several record batches instead of
+having its offsets wrap around.
+
+>>> import numpy as np
+>>> from gpu_text.ragged import RaggedArray
+>>> rows = RaggedArray(np.arange(5, dtype=np.int32), np.array([0, 2, 2, 5]))
+>>> [(a, b) for a, b in row_ranges(rows.offsets, max_values=3)]
+[(0, 2), (2, 3)]
+>>> list_column(rows.rows(0, 2), "int32").to_pylist()
+[[0, 1], []]
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from gpu_text.ragged import RaggedArray
+
+MAX_ARROW_VALUES = int(np.iinfo(np.int32).max)
+
+
+def row_ranges(offsets: np.ndarray, max_values: int = MAX_ARROW_VALUES) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` row ranges covering every row, each with at most ``max_values`` values
+    (a single longer row gets a range of its own). No range is yielded for zero rows."""
+    rows, start = offsets.size - 1, 0
+    while start < rows:
+        limit = int(offsets[start]) + max_values
+        stop = int(np.searchsorted(offsets, limit, side="right")) - 1
+        stop = min(max(stop, start + 1), rows)
+        yield start, stop
+        start = stop
+
+
+def list_column(rows: RaggedArray, value_type: str) -> Any:
+    """A ``pyarrow.ListArray`` of ``value_type`` (``"int32"``, ``"int64"``) over ``rows``, which
+    must hold at most 2**31 - 1 values (see :func:`row_ranges`)."""
+    import pyarrow as pa
+
+    values = np.asarray(rows.values).astype(value_type, copy=False)
+    offsets = np.asarray(rows.offsets)
+    if int(offsets[-1]) > MAX_ARROW_VALUES:
+        raise ValueError(f"{int(offsets[-1])} values do not fit one int32-offset list column; cut with row_ranges")
+    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(values))
+
+
+__all__ = ["MAX_ARROW_VALUES", "list_column", "row_ranges"]

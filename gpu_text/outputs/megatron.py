@@ -1,0 +1,160 @@
+"""The Megatron-LM indexed dataset output (``PREFIX.bin`` + ``PREFIX.idx``), the files
+Megatron's ``tools/preprocess_data.py`` writes and its ``IndexedDataset`` (formerly
+``MMapIndexedDataset``) memory-maps for pretraining.
+
+``PREFIX.bin`` holds every token, one sequence after another, in the token dtype. ``PREFIX.idx``
+is, all little-endian:
+
+====================  ==========================================================
+9 bytes               ``MMIDIDX\\x00\\x00``
+uint64                version, 1
+uint8                 dtype code of the tokens (Megatron's ``DType``: 1 uint8,
+                      2 int8, 3 int16, 4 int32, 5 int64, 6 float64, 7 float32,
+                      8 uint16)
+uint64                sequence count S
+uint64                document index entries, D + 1 for D documents
+int32 × S             sequence lengths, in tokens
+int64 × S             sequence pointers, byte offsets into ``PREFIX.bin``
+int64 × (D + 1)       document index: ``0``, then after each document the number
+                      of sequences so far
+====================  ==========================================================
+
+Each document is one sequence (``--append-eod`` adds the end-of-document id to it). An empty
+document has no sequence at all, its document index entry repeats the previous one, and it gets
+no end-of-document id: what ``preprocess_data.py`` writes for an empty document. Tokens are
+uint16 when the vocabulary has fewer than 65500 pieces (Megatron's ``DType.optimal_dtype``, which
+``preprocess_data.py`` uses), else int32.
+
+Memory stays flat whatever the corpus: tokens go straight to ``.bin``; lengths and document
+index entries are spooled to scratch files and copied into ``.idx`` at the end.
+
+>>> import os, tempfile
+>>> import numpy as np
+>>> from gpu_text.ragged import RaggedArray
+>>> prefix = os.path.join(tempfile.mkdtemp(), "corpus")
+>>> writer = MegatronWriter(prefix + ".bin", prefix + ".idx", vocab_size=4000, eod_id=2)
+>>> writer.write(RaggedArray(np.array([5, 6, 7], np.int32), np.array([0, 2, 2, 3])), None, None)
+>>> writer.close()
+3
+>>> np.fromfile(prefix + ".bin", np.uint16).tolist()
+[5, 6, 2, 7, 2]
+>>> os.path.getsize(prefix + ".idx") == 34 + 2 * (4 + 8) + 4 * 8
+True
+"""
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+from typing import BinaryIO
+
+import numpy as np
+
+from gpu_text.outputs.packing import append_to_rows
+from gpu_text.ragged import RaggedArray
+
+MAGIC = b"MMIDIDX\x00\x00"
+VERSION = 1
+# Megatron's DType codes (megatron/core/datasets/indexed_dataset.py), by numpy dtype
+DTYPE_CODES = {np.dtype(np.uint8): 1, np.dtype(np.int8): 2, np.dtype(np.int16): 3, np.dtype(np.int32): 4,
+               np.dtype(np.int64): 5, np.dtype(np.float64): 6, np.dtype(np.float32): 7, np.dtype(np.uint16): 8}
+UINT16_VOCABULARY = 65500  # Megatron's optimal_dtype threshold (not 65536): the same files as its tool
+_COPY_ITEMS = 1 << 22  # scratch files are copied in pieces of this many items: memory stays flat
+_MAX_LENGTH = np.iinfo(np.int32).max  # a sequence length is an int32 in the index
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    """The dtype Megatron stores tokens of a ``vocab_size`` vocabulary in: uint16 below 65500, else int32.
+
+    >>> token_dtype(32000), token_dtype(65500), token_dtype(128256)
+    (dtype('uint16'), dtype('int32'), dtype('int32'))
+    """
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)) or vocab_size < 1:
+        raise ValueError(f"vocab_size must be a positive integer, got {vocab_size!r}")
+    return np.dtype(np.uint16) if vocab_size < UINT16_VOCABULARY else np.dtype(np.int32)
+
+
+def megatron_paths(prefix: str) -> list[str]:
+    """The two files of a dataset: ``PREFIX.bin`` and ``PREFIX.idx``.
+
+    >>> megatron_paths("data/wiki_text_document")
+    ['data/wiki_text_document.bin', 'data/wiki_text_document.idx']
+    """
+    return [f"{prefix}.bin", f"{prefix}.idx"]
+
+
+class MegatronWriter:
+    """Writes ``.bin`` as rows come and ``.idx`` at :meth:`close` (see the module docstring).
+
+    ``vocab_size`` picks the token dtype (:func:`token_dtype`); an id that does not fit it is an
+    error, never silently wrapped. ``eod_id`` (``None``: none) is appended to every non-empty
+    document.
+    """
+
+    def __init__(self, bin_path: str, idx_path: str, vocab_size: int, eod_id: int | None = None) -> None:
+        self.dtype = token_dtype(vocab_size)
+        self.limit = vocab_size if self.dtype == np.uint16 else np.iinfo(np.int32).max
+        if eod_id is not None and not 0 <= eod_id < self.limit:
+            raise ValueError(f"eod_id {eod_id} is outside the vocabulary of {vocab_size} ids")
+        self.idx_path, self.eod_id = idx_path, eod_id
+        scratch = os.path.dirname(os.path.abspath(idx_path))
+        self.bin = open(bin_path, "wb")
+        self.lengths = tempfile.TemporaryFile(dir=scratch)  # int32 per sequence
+        self.document_index = tempfile.TemporaryFile(dir=scratch)  # int64 per document
+        self.sequences = self.documents = 0
+
+    def write(self, ids: RaggedArray, starts: RaggedArray | None, ends: RaggedArray | None) -> None:
+        """Append the rows of ``ids`` (host arrays), a document each; spans are not stored."""
+        values, lengths = np.asarray(ids.values), np.asarray(ids.lengths)
+        if values.size and (int(values.min()) < 0 or int(values.max()) >= self.limit):
+            bad = values[(values < 0) | (values >= self.limit)][0]
+            raise ValueError(f"token id {bad} does not fit this dataset's {self.dtype} tokens "
+                             f"(vocabulary of {self.limit} ids)")
+        if self.eod_id is not None:
+            values, lengths = append_to_rows(values, lengths, self.eod_id)
+        if lengths.size and int(lengths.max()) > _MAX_LENGTH:
+            raise ValueError(f"a document of {int(lengths.max())} tokens is longer than an index entry holds")
+        self.bin.write(values.astype(self.dtype, copy=False).tobytes())
+        present = lengths > 0
+        self.lengths.write(lengths[present].astype("<i4").tobytes())
+        self.document_index.write((self.sequences + np.cumsum(present, dtype=np.int64)).astype("<i8").tobytes())
+        self.sequences += int(present.sum())
+        self.documents += int(lengths.size)
+
+    def close(self) -> int:
+        """Finish ``.bin`` and write ``.idx``; returns the number of documents written."""
+        self.bin.close()
+        with open(self.idx_path, "wb") as idx:
+            idx.write(MAGIC + struct.pack("<Q", VERSION) + struct.pack("<B", DTYPE_CODES[self.dtype]))
+            idx.write(struct.pack("<QQ", self.sequences, self.documents + 1))
+            _copy(self.lengths, idx)
+            self._write_pointers(idx)
+            idx.write(np.zeros(1, "<i8").tobytes())
+            _copy(self.document_index, idx)
+        self.lengths.close()
+        self.document_index.close()
+        return self.documents
+
+    def _write_pointers(self, idx: BinaryIO) -> None:
+        """Every sequence's byte offset in ``.bin``: the running sum of the lengths before it."""
+        self.lengths.seek(0)
+        itemsize, start = self.dtype.itemsize, 0
+        while chunk := self.lengths.read(4 * _COPY_ITEMS):
+            lengths = np.frombuffer(chunk, "<i4").astype(np.int64)
+            ends = start + np.cumsum(lengths) * itemsize
+            idx.write((ends - lengths * itemsize).astype("<i8").tobytes())
+            start = int(ends[-1])
+
+    def discard(self) -> None:
+        """Stop writing (the caller removes the output files)."""
+        for handle in (self.bin, self.lengths, self.document_index):
+            handle.close()
+
+
+def _copy(scratch: BinaryIO, out: BinaryIO) -> None:
+    scratch.seek(0)
+    while chunk := scratch.read(8 * _COPY_ITEMS):
+        out.write(chunk)
+
+
+__all__ = ["DTYPE_CODES", "MAGIC", "MegatronWriter", "UINT16_VOCABULARY", "megatron_paths", "token_dtype"]

@@ -1,0 +1,162 @@
+"""The L-BFGS history in two passes (``gpu_text.crf.optimize.History``) against the textbook two-loop
+recursion, on the CPU's fused Numba passes and on the array expressions the GPU runs (here on numpy);
+the passes of ``cpu_fallback/vectors.py`` against numpy; determinism whatever the thread count."""
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+from cpu_fallback import vectors
+from gpu_text.crf import optimize
+from gpu_text.crf.optimize import History, minimize
+
+N = 10_001  # not a multiple of the block count
+
+
+def textbook(g, pairs):
+    """−H·g written out with plain numpy, oldest pair first."""
+    q, alphas = g.copy(), []
+    for s, y in reversed(pairs):
+        alphas.append(float(s @ q) / float(s @ y))
+        q = q - alphas[-1] * y
+    s, y = pairs[-1]
+    q = q * float(s @ y) / float(y @ y)
+    for (s, y), a in zip(pairs, reversed(alphas)):
+        q = q + (a - float(y @ q) / float(s @ y)) * s
+    return -q
+
+
+def random_pairs(rng, count, n=N):
+    return [(s, s + 0.3 * rng.normal(size=n)) for s in (rng.normal(size=n) for _ in range(count))]
+
+
+def history_of(pairs, m, fused, directions=True, g=None):
+    """A History fed ``pairs`` through :meth:`History.add` (s = s - 0, y = y - 0), taking a
+    direction between additions when ``directions`` (as ``minimize`` does)."""
+    zeros = np.zeros(pairs[0][0].size)
+    history = History(m, zeros, fused=fused)
+    for s, y in pairs:
+        assert history.add(s, zeros, y, zeros)
+        if directions:
+            history.direction(g, history.dots(g))
+    return history
+
+
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("count, m, directions", [(1, 5, True), (2, 5, True), (5, 5, True), (9, 5, True),
+                                                  (9, 5, False), (4, 1, True), (7, 3, False)])
+def test_two_pass_direction_equals_the_two_loop_recursion(fused, count, m, directions):
+    rng = np.random.default_rng(100 * count + m)
+    g = rng.normal(size=N)
+    pairs = random_pairs(rng, count)
+    history = history_of(pairs, m, fused, directions, rng.normal(size=N))
+    assert len(history) == min(count, m)
+    kept = pairs[-m:]
+    d, slope = history.direction(g, history.dots(g))
+    want = optimize._two_loop(g, [(s, y, 1.0 / float(s @ y)) for s, y in kept])
+    np.testing.assert_allclose(want, textbook(g, kept), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(d, want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(slope, float(want @ g), rtol=1e-12)
+
+
+def test_refused_pair_drops_the_oldest_and_slots_are_reused():
+    rng = np.random.default_rng(7)
+    g, zeros = rng.normal(size=N), np.zeros(N)
+    pairs = random_pairs(rng, 4)
+    history = history_of(pairs[:3], 3, True, g=g)
+    s, y = pairs[3]
+    assert not history.add(s, zeros, -s, zeros)  # yᵀs < 0: refused, and the oldest pair is gone
+    assert len(history) == 2
+    assert not history.add(s, zeros, np.full(N, np.nan), zeros)  # NaN curvature: refused; not full, none dropped
+    assert len(history) == 2
+    assert history.add(s, zeros, y, zeros)  # into the freed first slot: the rows are no longer in age order
+    assert history.order == [1, 2, 0]
+    kept = pairs[1:]
+    d, _ = history.direction(g, history.dots(g))
+    np.testing.assert_allclose(d, textbook(g, kept), rtol=1e-10, atol=1e-12)
+    history.clear()
+    d, slope = history.direction(g, history.dots(g))
+    np.testing.assert_array_equal(d, -g)
+    assert slope == -vectors.dot(g, g)
+    with pytest.raises(ValueError, match="at least one pair"):
+        History(0, g)
+
+
+def test_history_dots_and_combine_rows_match_numpy():
+    rng = np.random.default_rng(3)
+    S, Y, g = rng.normal(size=(4, N)), rng.normal(size=(4, N)), rng.normal(size=N)
+    rows = np.array([2, 0, 3])
+    got = vectors.history_dots(S, Y, rows, 3, g)
+    want = np.stack([S[rows] @ g, Y[rows] @ g, S[rows] @ Y[3], Y[rows] @ Y[3]])
+    np.testing.assert_allclose(got[:4], want, rtol=1e-12)
+    assert got[4, 0] == vectors.dot(g, g)  # the same blocks and order as the plain dot
+    assert not got[4, 1:].any()
+    assert not vectors.history_dots(S, Y, rows, -1, g)[2:4].any()
+    assert vectors.history_dots(S, Y, rows[:0], -1, g)[4, 0] == vectors.dot(g, g)
+    cs, cy = rng.normal(size=3), rng.normal(size=3)
+    out = np.empty(N)
+    gd = vectors.combine_rows(out, -0.5, g, cs, cy, S, Y, rows)
+    np.testing.assert_allclose(out, -0.5 * g + cs @ S[rows] + cy @ Y[rows], rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(gd, out @ g, rtol=1e-12)
+    xn = np.empty(N)
+    norm = vectors.combine_norm(xn, 1.0, S[0], 0.25, Y[0])
+    np.testing.assert_array_equal(xn, S[0] + 0.25 * Y[0])
+    assert norm == vectors.dot(xn, xn)  # what the stopping test would have computed
+    s, y = np.empty(N), np.empty(N)
+    sy = vectors.store_pair(s, y, S[0], S[1], Y[0], Y[1])
+    np.testing.assert_array_equal(s, S[0] - S[1])
+    np.testing.assert_array_equal(y, Y[0] - Y[1])
+    np.testing.assert_allclose(sy, s @ y, rtol=1e-12)
+
+
+def test_passes_do_not_depend_on_the_thread_count():
+    rng = np.random.default_rng(5)
+    S, Y, g = rng.normal(size=(3, N)), rng.normal(size=(3, N)), rng.normal(size=N)
+    rows, cs, cy = np.array([1, 2, 0]), rng.normal(size=3), rng.normal(size=3)
+    results = []
+    for threads in sorted({1, numba.config.NUMBA_NUM_THREADS}):
+        previous = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            out, xn = np.empty(N), np.empty(N)
+            results.append((vectors.history_dots(S, Y, rows, 2, g), vectors.combine_rows(out, 0.3, g, cs, cy, S, Y, rows),
+                            out, vectors.combine_norm(xn, 1.0, g, 0.5, S[0])))
+        finally:
+            numba.set_num_threads(previous)
+    assert len(results) == 2 or numba.config.NUMBA_NUM_THREADS == 1
+    for dots, gd, out, norm in results[1:]:
+        np.testing.assert_array_equal(dots, results[0][0])
+        assert gd == results[0][1] and norm == results[0][3]
+        np.testing.assert_array_equal(out, results[0][2])
+
+
+def quadratic(seed, n=40):
+    """½xᵀAx − bᵀx with A symmetric positive definite (condition number about 100), and its minimiser."""
+    rng = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    a = (q * np.geomspace(1.0, 100.0, n)) @ q.T
+    b = rng.normal(size=n)
+    return (lambda x: (float(0.5 * x @ a @ x - b @ x), a @ x - b)), np.linalg.solve(a, b)
+
+
+@pytest.mark.parametrize("rho1", [0.0, 0.5])
+def test_minimize_agrees_between_the_fused_and_array_passes(rho1, monkeypatch):
+    """L-BFGS and OWL-QN on a quadratic: the CPU's fused passes and the GPU path's array
+    expressions (on numpy) reach the same minimum, bit-identical run to run; L-BFGS the exact one."""
+    fun, solution = quadratic(11)
+    x0 = np.zeros(solution.size)
+    fused = minimize(fun, x0, rho1=rho1, max_iterations=500, epsilon=1e-12)
+    np.testing.assert_array_equal(fused, minimize(fun, x0, rho1=rho1, max_iterations=500, epsilon=1e-12))
+    plain = History.__init__
+
+    def array_passes(self, m, like, fused=None):
+        plain(self, m, like, fused=False)
+
+    monkeypatch.setattr(History, "__init__", array_passes)
+    expressions = minimize(fun, x0, rho1=rho1, max_iterations=500, epsilon=1e-12)
+    np.testing.assert_allclose(fused, expressions, rtol=1e-6, atol=1e-7)  # OWL-QN stops about there
+    if rho1 == 0:
+        np.testing.assert_allclose(fused, solution, rtol=1e-6, atol=1e-7)
+    else:
+        assert (fused == 0).any()  # the L1 term zeroes some weights exactly

@@ -1,0 +1,188 @@
+"""gpu_text.pipeline: items keep their order, memory stays bounded (the reader never runs far
+ahead of the writer), stages really overlap, and an error in any stage stops the others and is
+raised unchanged, even when the reader's input never ends."""
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from gpu_text.pipeline import run_pipeline
+
+
+def run_with_deadline(fn, seconds: float = 20.0):
+    """``fn()`` on a thread; fails the test instead of hanging when the pipeline deadlocks."""
+    outcome: dict = {}
+
+    def target():
+        try:
+            outcome["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), "the pipeline did not finish: a stage is blocked"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_order_is_kept_with_uneven_stage_speeds(depth):
+    pauses = random.Random(7)
+    delays = [[pauses.random() * 0.002 for _ in range(60)] for _ in range(3)]
+
+    def items():
+        for i in range(60):
+            time.sleep(delays[0][i])
+            yield i
+
+    def compute(i):
+        time.sleep(delays[1][i])
+        return (i, i * i)
+
+    written = []
+
+    def write(result):
+        time.sleep(delays[2][result[0]])
+        written.append(result)
+
+    stats = run_with_deadline(lambda: run_pipeline(items(), compute, write, depth=depth))
+    assert written == [(i, i * i) for i in range(60)]
+    assert stats.items == 60 and stats.wall > 0
+    assert stats.read.busy > 0 and stats.compute.busy > 0 and stats.write.busy > 0
+
+
+def test_memory_is_bounded_by_the_queues():
+    depth = 2
+    produced = written = 0
+    most_ahead = 0
+    lock = threading.Lock()
+
+    def items():
+        nonlocal produced
+        for i in range(100):
+            with lock:
+                produced += 1
+            yield i
+
+    def write(_):
+        nonlocal written, most_ahead
+        time.sleep(0.001)  # a slow writer: the reader must wait for it, not pile items up
+        with lock:
+            most_ahead = max(most_ahead, produced - written)
+            written += 1
+
+    run_with_deadline(lambda: run_pipeline(items(), lambda i: i, write, depth=depth))
+    assert written == 100
+    # two full queues, the item each of the three stages holds, and the one being produced
+    assert most_ahead <= 2 * depth + 4
+
+
+def test_stages_overlap():
+    """Item 0 is computed while item 2 is read, and written while item 1 is computed: each stage
+    waits (a few seconds at most) for the others to get there, which they only can in parallel."""
+    reading_2, computing_1 = threading.Event(), threading.Event()
+    seen: dict = {}
+
+    def items():
+        for i in range(4):
+            if i == 2:
+                reading_2.set()
+            yield i
+
+    def compute(x):
+        if x == 0:
+            seen["read while computing"] = reading_2.wait(5)
+        if x == 1:
+            computing_1.set()
+        return x
+
+    def write(x):
+        if x == 0:
+            seen["computed while writing"] = computing_1.wait(5)
+
+    run_with_deadline(lambda: run_pipeline(items(), compute, write, depth=1))
+    assert seen == {"read while computing": True, "computed while writing": True}
+
+
+def endless(closed: list):
+    """An input that never ends, noting when it is closed (a reader's files)."""
+    try:
+        i = 0
+        while True:
+            yield i
+            i += 1
+    finally:
+        closed.append(True)
+
+
+def test_a_compute_error_stops_an_endless_reader_and_is_raised_unchanged():
+    closed: list = []
+    written: list = []
+
+    def compute(x):
+        if x == 5:
+            raise ValueError("in.txt:6: bad document")
+        return x
+
+    with pytest.raises(ValueError, match=r"^in.txt:6: bad document$"):
+        run_with_deadline(lambda: run_pipeline(endless(closed), compute, written))
+    assert closed == [True]
+    assert written == [0, 1, 2, 3, 4][:len(written)]  # what was written is in order and before item 5
+
+
+def test_a_writer_error_stops_the_reader_and_the_compute():
+    closed: list = []
+    computed: list = []
+
+    def write(x):
+        if x == 3:
+            raise OSError(28, "No space left on device")
+
+    def compute(x):
+        computed.append(x)
+        return x
+
+    with pytest.raises(OSError, match="No space left"):
+        run_with_deadline(lambda: run_pipeline(endless(closed), compute, write, depth=2))
+    assert closed == [True]
+    assert len(computed) <= 3 + 2 * 2 + 2  # stopped soon after the failure, not at the input's end
+
+
+def test_a_reader_error_is_raised_and_nothing_after_it_is_written():
+    def items():
+        yield 1
+        yield 2
+        raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+
+    written: list = []
+    with pytest.raises(UnicodeDecodeError):
+        run_with_deadline(lambda: run_pipeline(items(), lambda x: x, written))
+    assert written in ([], [1], [1, 2])
+
+
+def test_keyboard_interrupt_in_compute_stops_everything():
+    closed: list = []
+
+    def compute(x):
+        if x == 2:
+            raise KeyboardInterrupt
+        return x
+
+    with pytest.raises(KeyboardInterrupt):
+        run_with_deadline(lambda: run_pipeline(endless(closed), compute, []))
+    assert closed == [True]
+
+
+def test_empty_input_and_bad_depth():
+    written: list = []
+    stats = run_pipeline(iter(()), lambda x: x, written)
+    assert written == [] and stats.items == 0
+    for depth in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="depth must be a positive integer"):
+            run_pipeline([1], lambda x: x, [], depth=depth)
