@@ -37,9 +37,10 @@ def prefetch(typingctx, array, index):
                                      else args[1]])
         pointer = builder.bitcast(address, ir.IntType(8).as_pointer())
         i32 = ir.IntType(32)
-        # (address, read, keep in every level, data cache): LLVM's name for an address-space-0 pointer
+        # (address, read, keep in every level, data cache). llvmlite writes typed pointers (i8*), so the
+        # name is LLVM 14's "p0i8"; LLVM 15+ (opaque pointers) upgrades it to "p0" when it reads the IR
         hint = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [pointer.type] + [i32] * 3),
-                                              "llvm.prefetch.p0")
+                                              "llvm.prefetch.p0i8")
         builder.call(hint, [pointer, i32(0), i32(3), i32(1)])
         return context.get_dummy_value()
 
