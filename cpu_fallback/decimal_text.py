@@ -139,7 +139,6 @@ def _write(x, out, at, limbs):
 def _format(values, out, lengths, fallback):
     # every row written into its own slot of the widest size, rows in parallel, then compacted
     rows, cols = values.shape
-    slot = out.shape[1]
     for r in prange(rows):
         limbs = np.zeros(4, np.uint64)
         line = out[r]
