@@ -27,6 +27,9 @@ from .prefetch import prefetch
 # how many tokens ahead the sparse sampler prefetches a word's rows (its index 8 ahead, its
 # entries 4 ahead): about the tokens it draws while a cache miss is served (4, 8 and 16 measured)
 AHEAD = 8
+# unsigned index constants: the sparse sampler indexes with uint64 only (Numba checks every signed
+# index for a negative value, and an int literal would turn uint64 arithmetic into float64)
+U0, U1, U2, U3 = np.uint64(0), np.uint64(1), np.uint64(2), np.uint64(3)
 
 
 def n_partitions_for(n_tokens: int, n_docs: int, n_words: int) -> int:
@@ -177,74 +180,77 @@ def sparse_state(words: np.ndarray, doc_offsets: np.ndarray, topics: np.ndarray,
                        doc_list_offsets, word_entries, word_index)
 
 
-@njit(inline="always", **JIT)
+@njit(inline="always", error_model="numpy", **JIT)
 def _list_remove(lists, base, nnz, row, k):
-    n = nnz[row]
-    for m in range(base, base + n):
+    n = np.uint64(nnz[row])
+    m = base
+    end = base + n
+    while m < end:
         if lists[m] == k:
-            lists[m] = lists[base + n - 1]
+            lists[m] = lists[end - U1]
             break
-    nnz[row] = n - 1
+        m += U1
+    nnz[row] = n - U1
 
 
-@njit(inline="always", **JIT)
+@njit(inline="always", error_model="numpy", **JIT)
 def _list_add(lists, base, nnz, row, k):
-    lists[base + nnz[row]] = k
-    nnz[row] += 1
+    n = np.uint64(nnz[row])
+    lists[base + n] = k
+    nnz[row] = n + U1
 
 
-@njit(inline="always", **JIT)
+@njit(inline="always", error_model="numpy", **JIT)
 def _word_decrement(we, base, n, t):
     """Topic ``t``'s count in a word's entries (pairs topic, count at ``2 m``, ``2 m + 1``, sorted
     by decreasing count) minus one, order kept; returns the new number of entries (an entry
-    leaves when its count reaches zero)."""
+    leaves when its count reaches zero). Indices unsigned (no negative-index checks)."""
     m = base
-    while we[2 * m] != t:
-        m += 1
-    c = we[2 * m + 1] - 1
-    last = base + n - 1
-    while m < last and we[2 * m + 3] > c:
-        we[2 * m] = we[2 * m + 2]
-        we[2 * m + 1] = we[2 * m + 3]
-        m += 1
-    we[2 * m] = t
-    we[2 * m + 1] = c
-    return n - 1 if c == 0 else n
+    while we[U2 * m] != t:
+        m += U1
+    c = we[U2 * m + U1] - 1
+    last = base + n - U1
+    while m < last and we[U2 * m + U3] > c:
+        we[U2 * m] = we[U2 * m + U2]
+        we[U2 * m + U1] = we[U2 * m + U3]
+        m += U1
+    we[U2 * m] = t
+    we[U2 * m + U1] = c
+    return n - U1 if c == 0 else n
 
 
-@njit(inline="always", **JIT)
+@njit(inline="always", error_model="numpy", **JIT)
 def _word_increment(we, base, m, t):
     """Topic ``t`` at entry ``m`` (its count already there, or a new last entry of count 0) plus
     one, moved forward to keep the counts decreasing."""
-    c = we[2 * m + 1] + 1
-    while m > base and we[2 * m - 1] < c:
-        we[2 * m] = we[2 * m - 2]
-        we[2 * m + 1] = we[2 * m - 1]
-        m -= 1
-    we[2 * m] = t
-    we[2 * m + 1] = c
+    c = we[U2 * m + U1] + 1
+    while m > base and we[U2 * m - U1] < c:
+        we[U2 * m] = we[U2 * m - U2]
+        we[U2 * m + U1] = we[U2 * m - U1]
+        m -= U1
+    we[U2 * m] = t
+    we[U2 * m + U1] = c
 
 
-@njit(inline="always", **JIT)
+@njit(inline="always", error_model="numpy", **JIT)
 def _word_bucket(we, wbase, n_w, coef, products):
     """The q bucket ``sum coef[topic] * count`` over a word's ``n_w`` entries (pairs topic, count
     from ``wbase``), every product kept in ``products`` for the draw. Four running sums, so the
     loop is not one chain of ``n_w`` dependent additions, and unsigned indices, so Numba emits no
     negative-index check per load (measured: 5-10% of a sweep at K = 100, one thread)."""
-    one = np.uint64(1)
-    e = np.uint64(2 * wbase)
-    end = np.uint64(2 * (wbase + n_w))
-    m = np.uint64(0)
+    e = U2 * wbase
+    end = U2 * (wbase + n_w)
+    m = U0
     q0 = q1 = q2 = q3 = 0.0
     while e + np.uint64(8) <= end:
-        a0 = coef[np.uint32(we[e])] * np.float64(we[e + one])
-        a1 = coef[np.uint32(we[e + np.uint64(2)])] * np.float64(we[e + np.uint64(3)])
+        a0 = coef[np.uint32(we[e])] * np.float64(we[e + U1])
+        a1 = coef[np.uint32(we[e + U2])] * np.float64(we[e + U3])
         a2 = coef[np.uint32(we[e + np.uint64(4)])] * np.float64(we[e + np.uint64(5)])
         a3 = coef[np.uint32(we[e + np.uint64(6)])] * np.float64(we[e + np.uint64(7)])
         products[m] = a0
-        products[m + one] = a1
-        products[m + np.uint64(2)] = a2
-        products[m + np.uint64(3)] = a3
+        products[m + U1] = a1
+        products[m + U2] = a2
+        products[m + U3] = a3
         q0 += a0
         q1 += a1
         q2 += a2
@@ -252,15 +258,15 @@ def _word_bucket(we, wbase, n_w, coef, products):
         e += np.uint64(8)
         m += np.uint64(4)
     while e < end:
-        a0 = coef[np.uint32(we[e])] * np.float64(we[e + one])
+        a0 = coef[np.uint32(we[e])] * np.float64(we[e + U1])
         products[m] = a0
         q0 += a0
-        e += np.uint64(2)
-        m += one
+        e += U2
+        m += U1
     return (q0 + q1) + (q2 + q3)
 
 
-@njit(**JIT)
+@njit(error_model="numpy", **JIT)
 def _sparse_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, nk_o, inv_o, coef_o, qcum_o,
                  dl_o, dnnz_o, doff_o, we_o, wix_o, alpha_o, ab_o, beta, vbeta, key, adding):
     # borrowed views (see cpu_fallback.borrow): every owner is an argument, alive to the end
@@ -272,41 +278,53 @@ def _sparse_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, nk_o, inv_o, coe
     # one cache line or two per token for the word side, wherever the word is
     we, wix = borrow(we_o), borrow(wix_o)
     alpha, ab = borrow(alpha_o), borrow(ab_o)
-    n_topics = nk.size
-    # the cell's own topic totals: inverse denominators, smoothing coefficients and the s bucket
+    # every index below is unsigned: Numba then emits no negative-index wraparound per access
+    n_topics = np.uint64(nk.size)
     s = 0.0
-    for k in range(n_topics):
+    k = U0
+    while k < n_topics:
         inv[k] = 1.0 / (np.float64(nk[k]) + vbeta)
         coef[k] = alpha[k] * inv[k]
         s += ab[k] * inv[k]
-    d = -1
+        k += U1
+    d = np.uint64(np.iinfo(np.uint64).max)
     r = 0.0
-    dbase = 0
+    dbase = U0
+    dend = U0
     nd = n_dk[0]
-    for j in range(lo, hi):
-        if docs[j] != d:
-            if d >= 0:
-                for m in range(dbase, dbase + dnnz[d]):
-                    k = dl[m]
-                    coef[k] = alpha[k] * inv[k]
-            d = docs[j]
-            dbase = doff[d]
+    j = np.uint64(lo)
+    hi = np.uint64(hi)
+    ahead = np.uint64(AHEAD)
+    half = np.uint64(AHEAD // 2)
+    while j < hi:
+        dj = np.uint64(docs[j])
+        if dj != d:
+            m = dbase
+            while m < dend:
+                k = np.uint64(dl[m])
+                coef[k] = alpha[k] * inv[k]
+                m += U1
+            d = dj
+            dbase = np.uint64(doff[d])
+            dend = dbase + np.uint64(dnnz[d])
             nd = n_dk[d]
             r = 0.0
-            for m in range(dbase, dbase + dnnz[d]):
-                k = dl[m]
+            m = dbase
+            while m < dend:
+                k = np.uint64(dl[m])
                 c = np.float64(nd[k])
                 coef[k] = (alpha[k] + c) * inv[k]
                 r += c * beta * inv[k]
+                m += U1
         # the word rows of the tokens ahead, in two steps: a word's entry index, then its entries
-        if j + AHEAD < hi:
-            ahead = words[j + AHEAD]
-            prefetch(wix, 2 * ahead)
-        if j + AHEAD // 2 < hi:
-            prefetch(we, 2 * wix[2 * words[j + AHEAD // 2]])
-        w, t = words[j], z[j]
-        wbase = wix[2 * w]
-        n_w = wix[2 * w + 1]
+        if j + ahead < hi:
+            prefetch(wix, U2 * np.uint64(words[j + ahead]))
+        if j + half < hi:
+            prefetch(we, U2 * np.uint64(wix[U2 * np.uint64(words[j + half])]))
+        w = np.uint64(words[j])
+        t = np.uint64(z[j])
+        wbase = np.uint64(wix[U2 * w])
+        n_w = np.uint64(wix[U2 * w + U1])
         if not adding:
             # remove the token: exact O(1) updates of s, r and the coefficient of topic t
             old = inv[t]
@@ -323,49 +341,53 @@ def _sparse_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, nk_o, inv_o, coe
             coef[t] = (alpha[t] + np.float64(cd)) * new_inv
             if cd == 0:
                 _list_remove(dl, dbase, dnnz, d, t)
+                dend -= U1
             n_w = _word_decrement(we, wbase, n_w, t)
         # the word bucket over the word's nonzero topics (largest counts first)
         q = _word_bucket(we, wbase, n_w, coef, qcum)
         u = _uniform(key, index[j]) * (s + r + q)
-        n_d = dnnz[d]
         if u < q:
             # the entries hold the largest counts first: the walk mostly stops early
-            m = 0
+            m = U0
             acc = qcum[0]
-            while acc <= u and m < n_w - 1:
-                m += 1
+            while acc <= u and m + U1 < n_w:
+                m += U1
                 acc += qcum[m]
             slot = wbase + m
-            new = we[2 * slot]
+            new = np.uint64(we[U2 * slot])
         else:
-            if u < q + r and n_d > 0:
+            if u < q + r and dend > dbase:
                 u -= q
-                new = dl[dbase + n_d - 1]
+                new = np.uint64(dl[dend - U1])
                 acc = 0.0
-                for m in range(dbase, dbase + n_d):
-                    k = dl[m]
+                m = dbase
+                while m < dend:
+                    k = np.uint64(dl[m])
                     acc += np.float64(nd[k]) * beta * inv[k]
                     if acc > u:
                         new = k
                         break
+                    m += U1
             else:
                 u -= q + r
-                new = n_topics - 1
+                new = n_topics - U1
                 acc = 0.0
-                for k in range(n_topics):
+                k = U0
+                while k < n_topics:
                     acc += ab[k] * inv[k]
                     if acc > u:
                         new = k
                         break
+                    k += U1
             slot = wbase
-            while slot < wbase + n_w and we[2 * slot] != new:
-                slot += 1
+            while slot < wbase + n_w and np.uint64(we[U2 * slot]) != new:
+                slot += U1
             if slot == wbase + n_w:
-                n_w += 1
-                we[2 * slot] = new
-                we[2 * slot + 1] = 0
+                n_w += U1
+                we[U2 * slot] = new
+                we[U2 * slot + U1] = 0
         _word_increment(we, wbase, slot, new)
-        wix[2 * w + 1] = n_w
+        wix[U2 * w + U1] = n_w
         # add it back under the new topic
         old = inv[new]
         cd = nd[new]
@@ -375,6 +397,7 @@ def _sparse_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, nk_o, inv_o, coe
         nd[new] = cd
         if cd == 1:
             _list_add(dl, dbase, dnnz, d, new)
+            dend += U1
         nk[new] += 1
         new_inv = 1.0 / (np.float64(nk[new]) + vbeta)
         inv[new] = new_inv
@@ -382,6 +405,7 @@ def _sparse_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, nk_o, inv_o, coe
         r += np.float64(cd) * beta * new_inv
         coef[new] = (alpha[new] + np.float64(cd)) * new_inv
         z[j] = new
+        j += U1
 
 
 @njit(parallel=True, **JIT)
@@ -460,14 +484,16 @@ def _sparse_sweep(P, cell_offsets, words, docs, index, z, n_dk, n_wk, n_k, nk_lo
 
 
 def sample_sparse(state: SparseState, n_dk: np.ndarray, n_wk: np.ndarray, n_k: np.ndarray, alpha: np.ndarray,
-                  beta: float, key: int, initial: bool = False) -> None:
+                  beta: float, key: int, initial: bool = False, word_counts: bool = True) -> None:
     """One SparseLDA sweep over ``state`` (from :func:`sparse_state`), counts and
     ``state.topics`` updated in place. No CUDA twin: the GPU samples with :func:`sample_dense`.
 
     ``initial=True`` is the progressive initialisation: the counts (and ``state``'s lists) start
     empty and every token is drawn from the conditional given the tokens placed before it, then
     added (nothing is removed); the sweep leaves exact counts, like any other. It starts the
-    chain far closer to the posterior than uniform topics do.
+    chain far closer to the posterior than uniform topics do. The sampler keeps every word's counts
+    in ``state``'s entries; ``word_counts=False`` skips writing the dense ``n_wk`` rows from them
+    (a pass over all V x K counts) for a caller that reads ``n_wk`` only after a later sweep.
 
     >>> w = np.array([0, 1, 0, 1, 2, 2], np.int32); off = np.array([0, 3, 6])
     >>> from cpu_fallback.lda import count_topics, init_topics
@@ -482,7 +508,8 @@ def sample_sparse(state: SparseState, n_dk: np.ndarray, n_wk: np.ndarray, n_k: n
         raise ValueError("this SparseState's topic lists are stale (sample_blocks_dense ran on it); build a new one "
                          "with sparse_state")
     _sweep_blocks(state, n_dk, n_wk, n_k, alpha, beta, key, initial, False)
-    _word_counts(state.word_entries, state.word_index, n_wk)
+    if word_counts:
+        _word_counts(state.word_entries, state.word_index, n_wk)
 
 
 def sample_blocks_dense(state: SparseState, n_dk: np.ndarray, n_wk: np.ndarray, n_k: np.ndarray,

@@ -395,7 +395,12 @@ class LDA(Estimator):
         tick, since = time.perf_counter(), 0
         for it in range(self.n_iter):
             key = iteration_key(self.seed, it)
-            if state is not None:
+            done = it + 1
+            evaluating = done == self.n_iter or bool(self.eval_every and done % self.eval_every == 0)
+            if state is not None and sampler == "sparse":
+                # the dense word counts are written only where they are read: evaluation, the end
+                block_sweep(state, n_dk, n_wk, n_k, alpha, beta, key, word_counts=evaluating)
+            elif state is not None:
                 block_sweep(state, n_dk, n_wk, n_k, alpha, beta, key)
             elif sampler == "mh":
                 ops.sample_mh(words, offsets, word_offsets, word_tokens, topics, n_dk, n_wk, n_k, alpha_dev, beta, key,
@@ -403,8 +408,7 @@ class LDA(Estimator):
             else:
                 ops.sample_dense(words, offsets, topics, n_dk, n_wk, n_k, alpha_dev, beta, key, code)
             since += 1
-            done = it + 1
-            if done == self.n_iter or (self.eval_every and done % self.eval_every == 0):
+            if evaluating:
                 evaluate(done, time.perf_counter() - tick, since)
                 if self.optimize_alpha and done < self.n_iter and done >= max(1, self.eval_every):
                     alpha = optimize_alpha(alpha, n_dk, lengths)
