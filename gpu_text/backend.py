@@ -19,6 +19,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from gpu_text.arrays import to_host
 from gpu_text.kernel_sources import cpu_twin_package
 
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 
 BACKEND_NAMES = ("auto", "cuda", "cpu")
 ENV_VAR = "GPU_TEXT_BACKEND"
+# host arrays at least this large go to the device through the runtime's pinned staging buffer
+STAGED_UPLOAD_BYTES = 1 << 20
 
 
 class BackendUnavailable(RuntimeError):
@@ -91,7 +95,22 @@ class Backend:
         """
         if self.xp.__name__ == "numpy":
             return to_host(array)
+        upload = getattr(self.runtime, "upload", None)
+        if upload is not None and isinstance(array, np.ndarray) and array.nbytes >= STAGED_UPLOAD_BYTES:
+            return upload(array)  # through pinned memory, asynchronous on the current stream
         return self.xp.asarray(array)
+
+    def compute_lanes(self) -> tuple[int, Callable[[int], Any] | None]:
+        """How many chunks a bulk job computes at once on this backend, and each lane's context
+        (for :func:`gpu_text.pipeline.run_pipeline`): on a GPU two lanes, each on its own CUDA
+        stream, so one chunk's copies overlap another's kernels; on the CPU one (Numba's threads
+        already use every core).
+
+        >>> get_backend("cpu").compute_lanes()
+        (1, None)
+        """
+        lane = getattr(self.runtime, "lane", None)
+        return (2, lane) if lane is not None else (1, None)
 
 
 class OpSet:

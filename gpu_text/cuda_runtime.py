@@ -6,6 +6,7 @@ with :func:`nvrtc_options`, which is exactly what :class:`CupyRuntime` passes to
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -69,3 +70,73 @@ class CupyRuntime:
             module = cupy.RawModule(code=kernel_source_text(family), options=nvrtc_options(), backend="nvrtc")
             self._modules[key] = module
         return module.get_function(name)
+
+    def lane(self, number: int) -> Any:
+        """Context for compute lane ``number`` of a pipeline (:func:`gpu_text.pipeline.run_pipeline`
+        with ``lanes``): its own non-blocking CUDA stream, current on the lane's thread while the
+        lane runs, so that two lanes' copies and kernels overlap; made once per device and lane.
+        Uploads on the lane go through the lane's pinned staging buffer (:meth:`upload`)."""
+        cupy = self.xp
+        key = (cupy.cuda.Device().id, number)
+        streams = self.__dict__.setdefault("_streams", {})
+        if key not in streams:
+            streams[key] = cupy.cuda.Stream(non_blocking=True)
+        return streams[key]
+
+    def upload(self, array: Any) -> Any:
+        """``array`` (host, C-contiguous) on the device through this thread's pinned staging buffer:
+        one host copy into page-locked memory, then an asynchronous copy on the current stream
+        (pageable memory would make the copy synchronous and serialise the lanes). The buffer is
+        reused once the previous copy from it has completed (an event per buffer), never
+        overwritten while the device still reads it."""
+        import numpy as np
+
+        cupy = self.xp
+        array = np.ascontiguousarray(array)
+        local = self.__dict__.setdefault("_staging", threading.local())
+        staging = getattr(local, "buffer", None)
+        if staging is None or staging.nbytes < array.nbytes:
+            import cupyx
+
+            if staging is not None:
+                local.done.synchronize()
+            staging = cupyx.empty_pinned(max(array.nbytes, 1 << 20), np.uint8)
+            local.buffer, local.done = staging, None
+        elif local.done is not None:
+            local.done.synchronize()
+        view = staging[:array.nbytes].view(array.dtype).reshape(array.shape)
+        view[...] = array
+        device = cupy.empty(array.shape, array.dtype)
+        stream = cupy.cuda.get_current_stream()
+        device.set(view, stream=stream)
+        local.done = cupy.cuda.Event()
+        local.done.record(stream)
+        return device
+
+    def free_bytes(self) -> int:
+        """Device memory free for a new chunk: the driver's free memory plus what CuPy's pool holds
+        unused (it is reused before anything new is allocated)."""
+        cupy = self.xp
+        free, _ = cupy.cuda.runtime.memGetInfo()
+        return int(free) + int(cupy.get_default_memory_pool().free_bytes())
+
+
+# device bytes a chunk needs per input byte while it is encoded (its bytes, code points, pieces,
+# ids and offsets with their scratch), an upper bound used to size chunks from free memory
+DEVICE_BYTES_PER_INPUT_BYTE = 48
+
+
+def device_chunk_bytes(requested: int, free_bytes: int, lanes: int = 2,
+                       per_byte: int = DEVICE_BYTES_PER_INPUT_BYTE) -> int:
+    """The chunk size for ``lanes`` chunks encoded at once in ``free_bytes`` of device memory:
+    ``requested`` when it fits, else the largest that does (at least 1 MiB; a single larger
+    document still goes whole, and out-of-memory then halves it, see the encoders). Half of the
+    free memory is left to the pool's fragmentation and the kernels' own scratch.
+
+    >>> device_chunk_bytes(16 << 20, 80 << 30)  # an 80 GiB device: the requested 16 MiB
+    16777216
+    >>> device_chunk_bytes(16 << 20, 1 << 30) >> 20  # 1 GiB free, two lanes: 5 MiB each
+    5
+    """
+    fits = free_bytes // 2 // max(1, lanes) // max(1, per_byte)
+    return int(max(1 << 20, min(requested, fits)))

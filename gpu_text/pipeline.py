@@ -4,8 +4,11 @@ I/O overlaps its kernels: while batch ``k`` is computed, batch ``k + 1`` is read
 
 The queues between the stages are bounded (``depth`` items each), so memory stays flat however
 long the input: a fast reader waits for the compute, a fast compute for the writer. Items keep
-their order (one thread per stage, first in first out). Compute runs on the calling thread, where
-the backend's device context and Numba's thread pool live. The first error of any stage stops the
+their order. Compute runs on the calling thread, where the backend's device context and Numba's
+thread pool live; or, with ``lanes=N``, on N threads that take items as they free up, each inside
+its own ``lane_context(i)`` (on a GPU: a CUDA stream per lane, so one chunk's copies and kernels
+run while another lane waits on its stream), the results put back in input order before they are
+written. The first error of any stage stops the
 other two and is raised, unchanged, by :func:`run_pipeline`; the reader's iterator is closed, so
 its files are. Every stage's busy and waiting time is measured (``--verbose`` prints it).
 
@@ -16,12 +19,13 @@ its files are. Every stage's busy and waiting time is measured (``--verbose`` pr
 """
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, ContextManager, Generic, TypeVar
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -106,10 +110,13 @@ class _Channel(Generic[T]):
 
 
 def run_pipeline(items: Iterable[T], compute: Callable[[T], U], write: Callable[[U], Any] | list,
-                 depth: int = 2) -> PipelineStats:
+                 depth: int = 2, lanes: int = 1,
+                 lane_context: Callable[[int], ContextManager[Any]] | None = None) -> PipelineStats:
     """Feed ``items`` (iterated on a reader thread: the iteration is the reading) through
-    ``compute`` (on this thread) to ``write`` (on a writer thread; a list is appended to), in
-    order, with at most ``depth`` items waiting between two stages. Returns the stage times.
+    ``compute`` (on this thread; with ``lanes > 1`` on that many threads, each inside
+    ``lane_context(lane)`` when given) to ``write`` (on a writer thread; a list is appended to), in
+    order, with at most ``depth`` items waiting between two stages. Returns the stage times
+    (``compute``: summed over the lanes).
 
     Any exception, in any stage, stops the pipeline and is raised here as it was raised; a
     ``KeyboardInterrupt`` on this thread stops the other two as well.
@@ -123,8 +130,9 @@ def run_pipeline(items: Iterable[T], compute: Callable[[T], U], write: Callable[
     ...
     ValueError: bad item 3
     """
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise ValueError(f"depth must be a positive integer, got {depth!r}")
+    for name, value in (("depth", depth), ("lanes", lanes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
     sink = write.append if isinstance(write, list) else write
     stats = PipelineStats()
     failure = _Failure()
@@ -138,7 +146,10 @@ def run_pipeline(items: Iterable[T], compute: Callable[[T], U], write: Callable[
     reader.start()
     writer.start()
     try:
-        _compute(compute, inbox, outbox, failure, stats)
+        if lanes == 1 and lane_context is None:
+            _compute(compute, inbox, outbox, failure, stats)
+        else:
+            _compute_lanes(compute, inbox, outbox, failure, stats, lanes, lane_context)
     except BaseException as exc:  # KeyboardInterrupt too: the other stages must stop
         failure.record(exc)
     finally:
@@ -169,6 +180,55 @@ def _compute(compute: Callable[[T], U], inbox: "_Channel[T]", outbox: "_Channel[
             return
         timing.waited_out += time.perf_counter() - mark
     outbox.put(_END)
+
+
+def _compute_lanes(compute: Callable[[T], U], inbox: "_Channel[T]", outbox: "_Channel[U]", failure: _Failure,
+                   stats: PipelineStats, lanes: int, lane_context: Callable[[int], ContextManager[Any]] | None) -> None:
+    """``lanes`` compute threads; results wait in ``done`` until every earlier one is passed on, and
+    a lane does not take a new item while ``depth + lanes`` results wait, so memory stays bounded."""
+    taking = threading.Lock()  # an item's number is its place in the input: taken under the lock
+    order = threading.Condition()
+    done: dict[int, Any] = {}
+    state = {"taken": 0, "next": 0, "ended": False}
+    limit = outbox.items.maxsize + lanes
+
+    def lane(number: int) -> None:
+        try:
+            with lane_context(number) if lane_context is not None else contextlib.nullcontext():
+                while not failure.stop.is_set():
+                    with order:
+                        while len(done) >= limit and not failure.stop.is_set():
+                            order.wait(_POLL_S)
+                    mark = time.perf_counter()
+                    with taking:
+                        item = _END if state["ended"] else inbox.get()
+                        if item is _END:
+                            state["ended"] = True
+                            return
+                        place = state["taken"]
+                        state["taken"] += 1
+                    now = time.perf_counter()
+                    result = compute(item)
+                    with order:
+                        stats.compute.waited_in += now - mark
+                        stats.compute.busy += time.perf_counter() - now
+                        stats.items += 1
+                        done[place] = result
+                        while state["next"] in done:  # in input order, whichever lane finished
+                            if not outbox.put(done.pop(state["next"])):
+                                return
+                            state["next"] += 1
+                        order.notify_all()
+        except BaseException as exc:
+            failure.record(exc)
+
+    threads = [threading.Thread(target=lane, args=(i,), name=f"gpu-text-lane-{i}", daemon=True) for i in range(lanes)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failure.error is None:
+        outbox.put(_END)
 
 
 def _read(items: Iterator[T], inbox: "_Channel[T]", failure: _Failure, timing: StageTime) -> None:

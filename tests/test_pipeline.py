@@ -186,3 +186,95 @@ def test_empty_input_and_bad_depth():
     for depth in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="depth must be a positive integer"):
             run_pipeline([1], lambda x: x, [], depth=depth)
+
+
+@pytest.mark.parametrize("lanes", [2, 3])
+def test_lanes_keep_the_input_order(lanes):
+    pauses = random.Random(lanes)
+    delays = [pauses.random() * 0.003 for _ in range(80)]
+
+    def compute(i):
+        time.sleep(delays[i])  # later items often finish first
+        return i * 3
+
+    written = []
+    stats = run_with_deadline(lambda: run_pipeline(iter(range(80)), compute, written, depth=2, lanes=lanes))
+    assert written == [i * 3 for i in range(80)]
+    assert stats.items == 80 and stats.compute.busy > 0
+
+
+def test_lanes_compute_at_once_each_in_its_context():
+    """Item 0's compute waits until item 1's has started, which only a second lane can do; every
+    lane runs inside its own context, entered once and left at the end."""
+    started_1 = threading.Event()
+    entered, left, lane_of = [], [], {}
+    local = threading.local()
+
+    class Lane:
+        def __init__(self, number):
+            self.number = number
+
+        def __enter__(self):
+            entered.append(self.number)
+            local.lane = self.number
+
+        def __exit__(self, *exc):
+            left.append(self.number)
+
+    def compute(x):
+        lane_of[x] = local.lane
+        if x == 1:
+            started_1.set()
+        if x == 0:
+            assert started_1.wait(5), "a second lane never took item 1"
+        return x
+
+    written = []
+    run_with_deadline(lambda: run_pipeline(iter(range(6)), compute, written, lanes=2, lane_context=Lane))
+    assert written == list(range(6))
+    assert sorted(entered) == sorted(left) == [0, 1]
+    assert lane_of[0] != lane_of[1]
+
+
+def test_an_error_in_a_lane_stops_the_job():
+    closed: list = []
+
+    def compute(x):
+        if x == 5:
+            raise ValueError("bad item 5")
+        return x
+
+    with pytest.raises(ValueError, match="bad item 5"):
+        run_with_deadline(lambda: run_pipeline(endless(closed), compute, [], lanes=3))
+    assert closed == [True]
+
+
+def test_lanes_keep_memory_bounded():
+    depth, lanes = 2, 3
+    produced = written = 0
+    most_ahead = 0
+    lock = threading.Lock()
+
+    def items():
+        nonlocal produced
+        for i in range(120):
+            with lock:
+                produced += 1
+            yield i
+
+    def write(_):
+        nonlocal written, most_ahead
+        time.sleep(0.001)
+        with lock:
+            most_ahead = max(most_ahead, produced - written)
+            written += 1
+
+    run_with_deadline(lambda: run_pipeline(items(), lambda i: i, write, depth=depth, lanes=lanes))
+    assert written == 120
+    # two full queues, the results waiting for their turn, one item per lane, reader and writer
+    assert most_ahead <= 3 * depth + 2 * lanes + 4
+
+
+def test_lanes_must_be_a_positive_integer():
+    with pytest.raises(ValueError, match="lanes must be a positive integer"):
+        run_pipeline([], lambda x: x, [], lanes=0)
