@@ -1,4 +1,7 @@
-"""``python -m benchmarks [NAME ...] [--repeat N] [--quick] [--out DIR]``: run and report benchmarks."""
+"""``python -m benchmarks [NAME ...] [--repeat N] [--quick] [--out DIR]``: run and report benchmarks
+(a ``NAME.md`` and ``NAME.json`` each); ``python -m benchmarks report [--quick] [--out DIR] [NAME ...]``:
+all of them, the size sweep and the training curves in one ``REPORT.md`` with plots
+(:mod:`benchmarks.report`)."""
 from __future__ import annotations
 
 import argparse
@@ -6,12 +9,15 @@ import importlib
 import sys
 from pathlib import Path
 
-from benchmarks.harness import Config, report
-
-BENCHMARKS = ["utf8_decode", "segment", "tokenize", "train_tokenizer", "crf", "word2vec", "lda", "training"]
+from benchmarks.harness import BENCHMARKS, Config, report
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["report"]:
+        from benchmarks.report import main as report_main
+
+        return report_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("names", nargs="*", default=BENCHMARKS, help=f"benchmarks to run (default: all of {BENCHMARKS})")
     parser.add_argument("--repeat", type=int, default=5, help="timed repetitions; the median is reported")

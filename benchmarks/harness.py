@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import statistics
@@ -12,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from gpu_text.timing import measure  # noqa: F401  (re-exported for the benchmark modules)
+
+# every benchmark module, in the order they run (each has run(config) -> list[Measurement])
+BENCHMARKS = ["utf8_decode", "segment", "tokenize", "train_tokenizer", "crf", "word2vec", "lda", "training"]
 
 
 def cpu_thread_counts() -> Iterator[int]:
@@ -111,31 +115,82 @@ def hardware() -> dict[str, Any]:
     return info
 
 
-def _ratio(m: Measurement, rows: list[Measurement]) -> float | None:
+def training_curve(name: str, x_label: str, y_label: str, points: Any) -> dict[str, Any]:
+    """A training curve for ``Measurement.extra["curves"]`` (a list of these), which the report
+    (``python -m benchmarks report``) plots: ``points`` are ``(x, y)`` pairs, e.g. (iteration,
+    objective); non-finite values are kept as ``None`` so the JSON stays valid.
+
+    >>> training_curve("CRF l-bfgs", "iteration", "objective", [(1, 10.5), (2, float("nan"))])["points"]
+    [[1.0, 10.5], [2.0, None]]
+    """
+    def number(value: Any) -> float | None:
+        value = float(value)
+        return value if math.isfinite(value) else None
+
+    return {"name": name, "x_label": x_label, "y_label": y_label,
+            "points": [[number(x), number(y)] for x, y in points]}
+
+
+def ratio_to_peer(m: Measurement, rows: list[Measurement]) -> float | None:
+    """Peer's median seconds / ``m``'s (above 1: ``m`` is faster), None without a peer row.
+
+    >>> a = Measurement("b", "d", "ours", 1, [1.0], 10, peer="them")
+    >>> ratio_to_peer(a, [a, Measurement("b", "d", "them", 1, [3.0], 10)])
+    3.0
+    """
     if not m.peer:
         return None
     peers = [r for r in rows if r.implementation == m.peer and r.dataset == m.dataset and r.benchmark == m.benchmark]
     return peers[0].median / m.median if peers and m.median > 0 else None
 
 
+def row_record(m: Measurement, rows: list[Measurement]) -> dict[str, Any]:
+    """``m`` as the JSON reports store it: its fields plus median, bytes/s and ratio to its peer.
+
+    >>> row_record(Measurement("b", "d", "ours", 1, [2.0], 10), [])["bytes_per_s"]
+    5.0
+    """
+    return {**asdict(m), "median_s": m.median, "bytes_per_s": m.bytes_per_second,
+            "ratio_to_peer": ratio_to_peer(m, rows)}
+
+
+def hardware_line(hw: dict[str, Any]) -> str:
+    """One line naming the CPU, cores, memory and GPU of :func:`hardware`'s record.
+
+    >>> hardware_line({"cpu": "X", "cores": 2, "memory_gib": 7.7, "gpu": None})
+    'X (2 cores, 7.7 GiB), no GPU'
+    """
+    return (f"{hw.get('cpu', '?')} ({hw.get('cores', '?')} cores, {hw.get('memory_gib', '?')} GiB)"
+            + (f", GPU {hw['gpu']}" if hw.get("gpu") else ", no GPU"))
+
+
+def markdown_table(records: list[dict[str, Any]]) -> str:
+    """The rows table of the reports, from :func:`row_record` records (so also from a JSON report).
+
+    >>> print(markdown_table([row_record(Measurement("b", "d", "ours", 1, [0.5], 10**6), [])]))
+    | dataset | implementation | threads | median s | MB/s | speed vs peer | notes |
+    |---|---|---|---|---|---|---|
+    | d | ours | 1 | 0.5000 | 2.0 |  |  |
+    """
+    lines = ["| dataset | implementation | threads | median s | MB/s | speed vs peer | notes |",
+             "|---|---|---|---|---|---|---|"]
+    for r in records:
+        ratio = r.get("ratio_to_peer")
+        ratio_text = f"{ratio:.2f}x {r['peer']}" if ratio is not None else ""
+        speed = r.get("bytes_per_s")  # None in a JSON report where the median was 0 s
+        speed_text = f"{speed / 1e6:,.1f}" if speed is not None else "inf"
+        lines.append(f"| {r['dataset']} | {r['implementation']} | {r['threads']} | {r['median_s']:.4f} | "
+                     f"{speed_text} | {ratio_text} | {r['notes']} |")
+    return "\n".join(lines)
+
+
 def report(rows: list[Measurement], out_dir: Path, name: str) -> str:
     """Write ``<name>.md`` and ``<name>.json`` under ``out_dir``; return the markdown."""
     hw = hardware()
-    lines = [f"## {name}", "",
-             f"Hardware: {hw.get('cpu', '?')} ({hw['cores']} cores, {hw.get('memory_gib', '?')} GiB)"
-             + (f", GPU {hw['gpu']}" if hw.get("gpu") else ", no GPU"), "",
-             "| dataset | implementation | threads | median s | MB/s | speed vs peer | notes |",
-             "|---|---|---|---|---|---|---|"]
-    for m in rows:
-        ratio = _ratio(m, rows)
-        ratio_text = f"{ratio:.2f}x {m.peer}" if ratio is not None else ""
-        lines.append(f"| {m.dataset} | {m.implementation} | {m.threads} | {m.median:.4f} | "
-                     f"{m.bytes_per_second / 1e6:,.1f} | {ratio_text} | {m.notes} |")
-    markdown = "\n".join(lines) + "\n"
+    records = [row_record(m, rows) for m in rows]
+    markdown = "\n".join([f"## {name}", "", f"Hardware: {hardware_line(hw)}", "", markdown_table(records)]) + "\n"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{name}.md").write_text(markdown)
-    payload = {"benchmark": name, "hardware": hw, "rows": [
-        {**asdict(m), "median_s": m.median, "bytes_per_s": m.bytes_per_second, "ratio_to_peer": _ratio(m, rows)}
-        for m in rows]}
+    payload = {"benchmark": name, "hardware": hw, "rows": records}
     (out_dir / f"{name}.json").write_text(json.dumps(payload, indent=2))
     return markdown

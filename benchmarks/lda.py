@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.corpora import SHARED as DATA
-from benchmarks.harness import Config, Measurement
+from benchmarks.harness import Config, Measurement, training_curve
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -369,7 +369,9 @@ def run(config: Config) -> list[Measurement]:
         single = r["implementation"] == "lda"
         out.append(Measurement("lda", f"reuters K={r['k']} seed {r['seed']}", r["implementation"], 1 if single else 2,
                                [r["seconds"]], r["tokens"] * trace_iterations, None if single else "lda",
-                               f"final ll/token {r['final']:.4f}"))
+                               f"final ll/token {r['final']:.4f}",
+                               extra={"curves": [training_curve(f"{r['implementation']} K={r['k']} seed {r['seed']}",
+                                                                "iteration", "log-likelihood per token", r["trace"])]}))
     return out
 
 

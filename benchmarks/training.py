@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.harness import Config, Measurement, hardware
+from benchmarks.harness import Config, Measurement, hardware, training_curve
 
 DOC_TOKENS = 200
 N_WORDS = 50_000
@@ -53,7 +53,10 @@ def _word2vec_rows(corpus: Any, backend: str, label: str, epochs: int) -> list[M
         seconds = time.perf_counter() - tick
         rows.append(Measurement("training", f"zipf {n:,} tokens", f"gpu_text[{backend}] word2vec {name}", label,
                                 [seconds], n * epochs, None,
-                                f"{n * epochs / seconds:,.0f} words/s incl. vocabulary; loss {model.loss_:.4g}"))
+                                f"{n * epochs / seconds:,.0f} words/s incl. vocabulary; loss {model.loss_:.4g}",
+                                extra={"curves": [training_curve(f"gpu_text[{backend}] word2vec {name}", "epoch",
+                                                                 "summed training loss",
+                                                                 [(h["epoch"], h["loss"]) for h in model.history_])]}))
     return rows
 
 

@@ -1,19 +1,20 @@
 // normalizer.cu -- SentencePiece normalization: charsmap by longest match, then space handling.
 //
-// Four passes (the rules are in gpu_text/tokenizer/normalizer.py):
+// The passes (the rules are in gpu_text/tokenizer/normalizer.py):
 //   normalize_match  one thread per byte: the step that would start there (longest charsmap
 //                    match, else one character, else one malformed byte -> U+FFFD). All the trie
 //                    walks happen here, in parallel.
-//   normalize_walk   one thread per string: follows the steps from the string's start (a match
-//                    starts where the previous one ended, which no thread can know locally) and
-//                    decides per step how many leading spaces to drop and how many bytes it emits.
-//                    It only reads the short step outputs, so it is cheap next to the trie walks.
+//   normalize_chunk_* one thread per chunk of NORMALIZE_CHUNK bytes: which steps each string
+//                    takes (a match starts where the previous one ended, which no thread can know
+//                    locally: speculative walks per chunk, joined; see "the walk, in chunks") and,
+//                    per step, how many leading spaces to drop and how many bytes it emits.
 //   normalize_write  one thread per byte: writes the emitted bytes of the step starting there at
 //                    its place from the host's exclusive scan of the counts.
 //   normalize_trim   one thread per string: strips trailing space symbols; the host packs rows.
 // Counts live in "slots": slot offsets[r] + r is string r's dummy prefix, slot i + r + 1 is byte i
 // of string r, so one scan over the slots places everything, dummy prefixes included.
 #include "double_array.cuh"
+#include "step_counter.cuh"
 #include "utf8.cuh"
 
 #define STEP_COPY (-1)         // no charsmap match: the character is copied
@@ -46,7 +47,8 @@ normalize_match(const int* __restrict__ state, const int* __restrict__ check, co
     if (t >= n_bytes) return;
     const i64 end = offsets[string_of_byte(offsets, n_rows, t) + 1];
     int pos = 0, length = 0, source = -1;
-    for (i64 i = t; i < end; ++i) {
+    for (i64 i = t; i < end; ++i) {  // at most the longest charsmap key
+        GT_STEP();
         pos = trie_step(state, check, label, trie_size, pos, data[i]);
         if (pos < 0) break;
         const int value = trie_value(state, check, label, eow, trie_size, pos);
@@ -62,35 +64,190 @@ normalize_match(const int* __restrict__ state, const int* __restrict__ check, co
     sources[t] = source;
 }
 
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-normalize_walk(const int* __restrict__ steps, const int* __restrict__ sources, const u8* __restrict__ targets,
-               const i64* __restrict__ target_offsets, const u8* __restrict__ data, const i64* __restrict__ offsets,
-               i64 n_rows, int symbol_length, int collapse, int dummy, i64* __restrict__ counts,
-               int* __restrict__ drops) {
-    const i64 r = global_thread_index();
-    if (r >= n_rows) return;
-    const i64 begin = offsets[r], end = offsets[r + 1];
-    i64 i = begin;
-    if (collapse) {  // steps that give exactly one space are skipped at the start
-        while (i < end) {
-            const StepOutput o(sources[i], i, steps[i], target_offsets);
-            if (o.end - o.begin != 1 || o.at(o.begin, targets, data) != SPACE_BYTE) break;
-            i += steps[i];
-        }
-    }
-    if (i == end) return;
-    if (dummy) counts[begin + r] = symbol_length;
-    bool prev_space = collapse != 0;
-    for (; i < end; i += steps[i]) {
+// ---------------------------------------------------------------- the walk, in chunks
+// The steps a string takes start at its first byte and follow i += steps[i]. Which positions it
+// visits is a serial question, but walks started at different positions of the same text meet
+// within a few steps (a step is a character or a charsmap key, and both re-align at the next
+// character start), so the walk is cut into chunks of NORMALIZE_CHUNK bytes of the batch:
+//   normalize_chunk_land    per chunk: the walk of the string crossing the chunk's end, from the
+//                           chunk's start (speculative) or from the string's start (exact), to
+//                           its first position past the chunk: land[c].
+//   normalize_chunk_join    per chunk: the walk from the previous chunk's landing (the true
+//                           entry if the earlier chunks were right) to past the chunk: exit[c],
+//                           and the space state it leaves (state[c]). exit[c] != land[c] means
+//                           the walks did not meet inside the chunk: the string is marked.
+//   normalize_chunk_resolve per marked string: redoes its chunks in order from the first marked
+//                           one, each from the true entry (O(1) per chunk where the entry is the
+//                           one the join assumed). Exact; serial only where walks never meet.
+//   normalize_chunk_emit    per chunk: walks the true positions of every string piece in the
+//                           chunk and decides per step how many leading spaces to drop and how
+//                           many bytes it emits, from the space state carried into the chunk.
+// Space state: when collapsing, a step's leading spaces are dropped after a space. A step with an
+// empty output leaves the state as it was; any other step sets it to "its last byte is a space"
+// (NORMALIZE_KEEP marks "no such step yet"). The state entering a chunk is that of the last chunk
+// before it that set one (found by binary search on `set_count`, the inclusive sum of `sets`).
+// Per thread: at most NORMALIZE_CHUNK steps plus one per string starting in the chunk (land,
+// join, emit), and O(log) searches; resolve walks only the chunks whose entry was wrong.
+#define NORMALIZE_CHUNK 256
+#define NORMALIZE_KEEP (-1)
+#define NORMALIZE_NONE 0x7fffffffffffffffLL
+
+// Bytes of chunk c: [chunk_begin(c), chunk_end).
+__device__ __forceinline__ i64 chunk_begin_of(i64 c) { return c * NORMALIZE_CHUNK; }
+
+// The space state after a step with output o (NORMALIZE_KEEP: unchanged).
+__device__ __forceinline__ int step_state(const StepOutput& o, int collapse, const u8* targets, const u8* data) {
+    if (o.end == o.begin) return NORMALIZE_KEEP;
+    return collapse && o.at(o.end - 1, targets, data) == SPACE_BYTE;
+}
+
+// Walks from i while i < stop, updating *state (as step_state); returns the first position >= stop.
+__device__ __forceinline__ i64 walk_state(const int* steps, const int* sources, const u8* targets,
+                                          const i64* target_offsets, const u8* data, i64 i, i64 stop, int collapse,
+                                          int* state) {
+    for (; i < stop; i += steps[i]) {
+        GT_STEP();
         const StepOutput o(sources[i], i, steps[i], target_offsets);
-        i64 a = o.begin;
-        if (prev_space) while (a < o.end && o.at(a, targets, data) == SPACE_BYTE) ++a;
-        if (a == o.end) continue;
-        i64 emitted = 0;
-        for (i64 p = a; p < o.end; ++p) emitted += o.at(p, targets, data) == SPACE_BYTE ? symbol_length : 1;
-        counts[i + r + 1] = emitted;
-        drops[i] = (int)(a - o.begin);
-        prev_space = collapse && o.at(o.end - 1, targets, data) == SPACE_BYTE;
+        const int s = step_state(o, collapse, targets, data);
+        if (s != NORMALIZE_KEEP) *state = s;
+    }
+    return i;
+}
+
+// The string crossing the end of chunk c (-1 when none: a string ends at the chunk's end, or it is
+// the last chunk).
+__device__ __forceinline__ i64 crossing_string(const i64* offsets, i64 n_rows, i64 n_bytes, i64 c) {
+    const i64 stop = min(chunk_begin_of(c) + NORMALIZE_CHUNK, n_bytes);
+    if (stop >= n_bytes) return -1;
+    const i64 r = string_of_byte(offsets, n_rows, stop - 1);
+    return offsets[r + 1] > stop ? r : -1;
+}
+
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+normalize_chunk_land(const int* __restrict__ steps, const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes,
+                     i64 n_chunks, i64* __restrict__ land, i64* __restrict__ first_marked) {
+    const i64 c = global_thread_index();
+    if (c >= n_chunks) return;
+    const i64 begin = chunk_begin_of(c), stop = min(begin + NORMALIZE_CHUNK, n_bytes);
+    // Every non-empty string starting here starts unmarked (empty ones are skipped by the search).
+    for (i64 at = begin; at < stop;) {
+        GT_STEP();
+        const i64 r = string_of_byte(offsets, n_rows, at);
+        if (offsets[r] >= begin) first_marked[r] = NORMALIZE_NONE;
+        at = offsets[r + 1];
+    }
+    const i64 r = crossing_string(offsets, n_rows, n_bytes, c);
+    if (r < 0) { land[c] = -1; return; }
+    i64 i = max(offsets[r], begin);  // speculative unless the string starts in this chunk
+    for (; i < stop; i += steps[i]) GT_STEP();
+    land[c] = i;
+}
+
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+normalize_chunk_join(const int* __restrict__ steps, const int* __restrict__ sources, const u8* __restrict__ targets,
+                     const i64* __restrict__ target_offsets, const u8* __restrict__ data,
+                     const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes, i64 n_chunks, int collapse,
+                     const i64* __restrict__ land, i64* __restrict__ exits, i64* __restrict__ entries,
+                     i64* __restrict__ states, i64* __restrict__ sets, i64* __restrict__ first_marked) {
+    const i64 c = global_thread_index();
+    if (c >= n_chunks) return;
+    const i64 begin = chunk_begin_of(c), stop = min(begin + NORMALIZE_CHUNK, n_bytes);
+    const i64 first = string_of_byte(offsets, n_rows, begin);
+    if (offsets[first] < begin) entries[c] = land[c - 1];  // a string continued from chunk c - 1
+    const i64 r = crossing_string(offsets, n_rows, n_bytes, c);
+    states[c] = 0;  // a chunk nothing crosses has no successor to hand a state to
+    sets[c] = 1;
+    if (r < 0) return;
+    const bool continued = offsets[r] < begin;
+    int state = continued ? NORMALIZE_KEEP : collapse;
+    const i64 exit = walk_state(steps, sources, targets, target_offsets, data, continued ? land[c - 1] : offsets[r],
+                                stop, collapse, &state);
+    exits[c] = exit;
+    states[c] = state;
+    sets[c] = state != NORMALIZE_KEEP;  // summed into set_count on the host side
+    if (exit != land[c]) atomicMin((unsigned long long*)&first_marked[r], (unsigned long long)c);
+}
+
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+normalize_chunk_resolve(const int* __restrict__ steps, const int* __restrict__ sources,
+                        const u8* __restrict__ targets, const i64* __restrict__ target_offsets,
+                        const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes,
+                        int collapse, const i64* __restrict__ land, i64* __restrict__ exits,
+                        i64* __restrict__ entries, i64* __restrict__ states, i64* __restrict__ sets,
+                        const i64* __restrict__ first_marked) {
+    const i64 r = global_thread_index();
+    if (r >= n_rows || offsets[r] == offsets[r + 1] || first_marked[r] == NORMALIZE_NONE) return;
+    const i64 end = offsets[r + 1];
+    i64 i = exits[first_marked[r]];  // its entry was right, so this exit is
+    for (i64 c = first_marked[r] + 1; chunk_begin_of(c) < end; ++c) {
+        GT_STEP();
+        const i64 stop = min(chunk_begin_of(c) + NORMALIZE_CHUNK, n_bytes);
+        entries[c] = i;
+        if (stop >= end) break;  // the string's last chunk: it hands nothing on
+        if (i == land[c - 1]) {  // the join started this chunk here: its exit and state hold
+            i = exits[c];
+            continue;
+        }
+        int state = NORMALIZE_KEEP;
+        i = walk_state(steps, sources, targets, target_offsets, data, i, stop, collapse, &state);
+        exits[c] = i;
+        states[c] = state;
+        sets[c] = state != NORMALIZE_KEEP;
+    }
+}
+
+// The emitted size and the leading spaces dropped of the step at i (string r), given *prev_space.
+__device__ __forceinline__ void emit_step(const int* steps, const int* sources, const u8* targets,
+                                          const i64* target_offsets, const u8* data, i64 i, i64 r, i64 begin,
+                                          int symbol_length, int collapse, int dummy, bool* prev_space,
+                                          i64* counts, int* drops) {
+    const StepOutput o(sources[i], i, steps[i], target_offsets);
+    // The dummy prefix goes before any string with a step other than one space (when collapsing;
+    // else before any non-empty string); threads of one string may all write it.
+    if (dummy && (!collapse || o.end - o.begin != 1 || o.at(o.begin, targets, data) != SPACE_BYTE))
+        counts[begin + r] = symbol_length;
+    i64 a = o.begin;
+    if (*prev_space) while (a < o.end && o.at(a, targets, data) == SPACE_BYTE) ++a;
+    if (a == o.end) return;
+    i64 emitted = 0;
+    for (i64 p = a; p < o.end; ++p) emitted += o.at(p, targets, data) == SPACE_BYTE ? symbol_length : 1;
+    counts[i + r + 1] = emitted;
+    drops[i] = (int)(a - o.begin);
+    *prev_space = collapse && o.at(o.end - 1, targets, data) == SPACE_BYTE;
+}
+
+// The space state entering chunk c of a continued string: that of the last chunk before c that
+// set one. set_count[j]: how many chunks up to j set one (states[j] != NORMALIZE_KEEP).
+__device__ __forceinline__ bool state_entering(const i64* states, const i64* set_count, i64 c) {
+    const i64 want = set_count[c - 1];
+    i64 lo = 0, hi = c - 1;  // the first j with set_count[j] == want
+    while (lo < hi) {
+        GT_STEP();
+        const i64 mid = lo + (hi - lo) / 2;
+        if (set_count[mid] < want) lo = mid + 1; else hi = mid;
+    }
+    return states[lo] == 1;
+}
+
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+normalize_chunk_emit(const int* __restrict__ steps, const int* __restrict__ sources, const u8* __restrict__ targets,
+                     const i64* __restrict__ target_offsets, const u8* __restrict__ data,
+                     const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes, i64 n_chunks, int symbol_length,
+                     int collapse, int dummy, const i64* __restrict__ entries, const i64* __restrict__ states,
+                     const i64* __restrict__ set_count, i64* __restrict__ counts, int* __restrict__ drops) {
+    const i64 c = global_thread_index();
+    if (c >= n_chunks) return;
+    const i64 begin = chunk_begin_of(c), stop = min(begin + NORMALIZE_CHUNK, n_bytes);
+    for (i64 at = begin; at < stop;) {
+        const i64 r = string_of_byte(offsets, n_rows, at), row_begin = offsets[r], row_end = offsets[r + 1];
+        const bool continued = row_begin < begin;
+        bool prev_space = continued ? state_entering(states, set_count, c) : collapse != 0;
+        for (i64 i = continued ? entries[c] : row_begin; i < min(row_end, stop); i += steps[i]) {
+            GT_STEP();
+            emit_step(steps, sources, targets, target_offsets, data, i, r, row_begin, symbol_length, collapse, dummy,
+                      &prev_space, counts, drops);
+        }
+        at = row_end;
     }
 }
 

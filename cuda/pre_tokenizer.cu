@@ -7,10 +7,10 @@
 //
 // Parallelism: `joinable[a][b]` is 0 when no match contains symbol a followed by b, so a
 // pre-token starts before b whatever came earlier. pretokenize_cuts marks those positions (and
-// every string start) byte-parallel; pretokenize_scan then gives each piece between two cuts its
-// own thread, which runs the DFA from the piece's start, keeps the longest accepting prefix,
-// restarts there, and marks each pre-token start. Long strings thus spread over many threads;
-// only a run that no cut divides (a 1 MB word) stays on one.
+// every string start) byte-parallel; the chunked kernels below then follow the chain of
+// pre-token starts a chunk per thread, with matches longer than a chunk crossed by per-chunk DFA
+// summaries, so that no thread's work grows with a string or a run that no cut divides.
+#include "step_counter.cuh"
 #include "utf8.cuh"
 
 #define PT_SYMBOLS 6
@@ -54,30 +54,253 @@ pretokenize_cuts(const u8* __restrict__ data, const i64* __restrict__ offsets, i
     cuts[i] = cut;
 }
 
-// One thread per piece [seg_starts[k], seg_ends[k]): marks[p] = 1 + (symbol of the first
-// character) at every pre-token start p. A cut always falls on a character start, so decoding
-// with the piece's end as the limit reads the same characters as with the string's end.
+// ---------------------------------------------------------------- the scan, in chunks
+// A string's pre-tokens start at its first character and each next one where the longest DFA
+// match from the previous start ends (a lone character when nothing matches). No match crosses a
+// cut, so every cut is a pre-token start whatever came before. The chain of starts is followed
+// per chunk of PT_CHUNK bytes, as cuda/normalizer.cu follows its steps:
+//   pretokenize_summary  per chunk and DFA state d: where a match entering the chunk in state d
+//                        goes: the state it leaves in (or PT_STOP: it died, or met a cut or the
+//                        end of the batch) and its last accepting end in the chunk.
+//   pretokenize_super_summary  the same per PT_SUPER chunks, composed from those. A match longer
+//                        than a chunk then costs one lookup per chunk up to the next PT_SUPER
+//                        boundary, one per PT_SUPER chunks, and one per chunk after the last.
+//   pretokenize_land     per chunk: the chain of the string crossing the chunk's end, from the
+//                        chunk's first character (speculative) or the string's start (exact),
+//                        to its first start past the chunk: land[c].
+//   pretokenize_join     per chunk: the chain from the previous chunk's landing to past the
+//                        chunk: exits[c]; exits[c] != land[c] marks the string.
+//   pretokenize_resolve  per marked string: its chunks redone in order from the first marked one.
+//   pretokenize_scan     per chunk: marks the pre-token starts of every string piece in it.
+// Chains from different starts meet at the latest at the next cut, usually within a character
+// or two. Per thread: PT_CHUNK characters, plus for a match longer than that at most
+// 2 * PT_SUPER lookups and one per PT_SUPER * PT_CHUNK bytes (64 KiB) it covers (land, join,
+// scan); PT_CHUNK characters for the summary (each updating every DFA state), PT_SUPER lookups
+// for the super summary.
+#define PT_CHUNK 256
+#define PT_SUPER 256
+#define PT_MAX_STATES 16
+#define PT_STOP (-1)
+#define PT_NONE 0x7fffffffffffffffLL
+
+// What the chunked kernels read: the input, its cuts and the DFA with its chunk summaries.
+struct ScanInput {
+    const u8* data;
+    const i64* offsets;
+    i64 n_strings, n_bytes;
+    const u8* cuts;
+    const int* table;
+    const u8* accepting;
+    int n_states;
+    u32 space;
+    const int* exit_state;     // [chunk * n_states + d]
+    const i64* last_accept;    // [chunk * n_states + d], -1 when none
+    const i64* first_char;     // [chunk]: the first character start at or after the chunk's start
+    const int* super_exit;     // [super chunk * n_states + d]: the same per PT_SUPER chunks
+    const i64* super_accept;
+};
+
+__device__ __forceinline__ i64 pt_chunk_end(i64 c, i64 n_bytes) { return min((c + 1) * PT_CHUNK, n_bytes); }
+
+// The first character start at or after `at` in the string [begin, end) (at most 3 bytes on).
+__device__ __forceinline__ i64 first_char_at(const u8* data, i64 at, i64 begin, i64 end) {
+    while (at < end && !utf8_starts_char(data, at, begin, end)) ++at;
+    return at;
+}
+
+// End of the pre-token starting at p in the string ending at `end`: the longest accepted DFA
+// match, or the first character alone. Runs the DFA to the end of p's chunk, then one summary
+// lookup per chunk.
+__device__ __forceinline__ i64 pre_token_end(const ScanInput& in, i64 p, i64 end) {
+    int len;
+    int sym = pt_symbol_at(in.data, p, end, in.space, &len);
+    i64 match_end = p + len;  // an unmatched character stands alone
+    int state = PT_START;
+    const i64 chunk = p / PT_CHUNK, stop = pt_chunk_end(chunk, in.n_bytes);
+    i64 q = p;
+    for (;;) {
+        GT_STEP();
+        state = in.table[state * PT_SYMBOLS + sym];
+        if (state == PT_DEAD) return match_end;
+        q += len;
+        if (in.accepting[state]) match_end = q;
+        if (q >= end || in.cuts[q]) return match_end;  // a match ends at a cut
+        if (q >= stop) break;
+        sym = pt_symbol_at(in.data, q, end, in.space, &len);
+    }
+    // q is the first character of a later chunk: follow the summaries, PT_SUPER chunks at a time
+    // from a multiple of PT_SUPER on
+    for (i64 k = q / PT_CHUNK;;) {
+        GT_STEP();
+        const bool whole = k % PT_SUPER == 0;
+        const i64 at = (whole ? k / PT_SUPER : k) * in.n_states + state;
+        const i64 accept = whole ? in.super_accept[at] : in.last_accept[at];
+        if (accept >= 0) match_end = accept;
+        state = whole ? in.super_exit[at] : in.exit_state[at];
+        if (state == PT_STOP) return match_end;
+        k += whole ? PT_SUPER : 1;
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-pretokenize_scan(const u8* __restrict__ data, const i64* __restrict__ seg_starts, const i64* __restrict__ seg_ends,
-                 i64 n_segments, const int* __restrict__ table, const u8* __restrict__ accepting, u32 space,
-                 u8* __restrict__ marks) {
-    const i64 k = global_thread_index();
-    if (k >= n_segments) return;
-    const i64 end = seg_ends[k];
-    for (i64 p = seg_starts[k]; p < end;) {
+pretokenize_summary(const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_strings, i64 n_bytes,
+                    i64 n_chunks, const u8* __restrict__ cuts, const int* __restrict__ table,
+                    const u8* __restrict__ accepting, int n_states, u32 space, int* __restrict__ exit_state,
+                    i64* __restrict__ last_accept, i64* __restrict__ first_char) {
+    const i64 c = global_thread_index();
+    if (c >= n_chunks) return;
+    const i64 begin = c * PT_CHUNK, stop = pt_chunk_end(c, n_bytes);
+    const i64 s = string_of_byte(offsets, n_strings, begin), end = offsets[s + 1];
+    i64 q = first_char_at(data, begin, offsets[s], end);
+    first_char[c] = q;
+    int states[PT_MAX_STATES];
+    i64 accepted[PT_MAX_STATES];
+    for (int d = 0; d < n_states; ++d) { states[d] = d == PT_DEAD ? PT_STOP : d; accepted[d] = -1; }
+    // A match entering the chunk continues only while no cut and no string end comes (a string
+    // ends where the next one starts, at a cut, or at the end of the batch).
+    bool alive = q < stop;
+    if (q >= n_bytes || cuts[q]) alive = false;
+    while (alive) {
+        GT_STEP();
         int len;
-        const int first = pt_symbol_at(data, p, end, space, &len);
-        i64 match_end = p + len;  // an unmatched character stands alone
-        int state = PT_START, sym = first;
-        for (i64 q = p;;) {
-            state = table[state * PT_SYMBOLS + sym];
-            if (state == PT_DEAD) break;
-            q += len;
-            if (accepting[state]) match_end = q;
-            if (q >= end) break;
-            sym = pt_symbol_at(data, q, end, space, &len);
+        const int sym = pt_symbol_at(data, q, end, space, &len);
+        q += len;
+        bool any = false;
+        for (int d = 1; d < n_states; ++d) {
+            if (states[d] == PT_STOP) continue;
+            const int next = table[states[d] * PT_SYMBOLS + sym];
+            if (next == PT_DEAD) { states[d] = PT_STOP; continue; }
+            states[d] = next;
+            if (accepting[next]) accepted[d] = q;
+            any = true;
         }
-        marks[p] = (u8)(1 + first);
-        p = match_end;
+        if (!any || q >= end || cuts[q]) {  // every match stops here
+            for (int d = 0; d < n_states; ++d) states[d] = PT_STOP;
+            alive = false;
+        } else if (q >= stop) {
+            alive = false;
+        }
+    }
+    for (int d = 0; d < n_states; ++d) {
+        exit_state[c * n_states + d] = q < stop ? PT_STOP : states[d];
+        last_accept[c * n_states + d] = accepted[d];
+    }
+}
+
+// Thread (K, d): where a match entering super chunk K (chunks K * PT_SUPER on) in state d goes.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+pretokenize_super_summary(i64 n_chunks, int n_states, const int* __restrict__ exit_state,
+                          const i64* __restrict__ last_accept, i64 n_super, int* __restrict__ super_exit,
+                          i64* __restrict__ super_accept) {
+    const i64 t = global_thread_index();
+    if (t >= n_super * n_states) return;
+    const i64 K = t / n_states;
+    int state = (int)(t % n_states);
+    i64 accept = -1;
+    if (state == PT_DEAD) state = PT_STOP;
+    for (i64 k = K * PT_SUPER; k < min((K + 1) * PT_SUPER, n_chunks) && state != PT_STOP; ++k) {
+        GT_STEP();
+        const i64 at = k * n_states + state;
+        if (last_accept[at] >= 0) accept = last_accept[at];
+        state = exit_state[at];
+    }
+    super_exit[t] = state;
+    super_accept[t] = accept;
+}
+
+// The string crossing the end of chunk c (-1 when none).
+__device__ __forceinline__ i64 pt_crossing_string(const i64* offsets, i64 n_strings, i64 n_bytes, i64 c) {
+    const i64 stop = pt_chunk_end(c, n_bytes);
+    if (stop >= n_bytes) return -1;
+    const i64 r = string_of_byte(offsets, n_strings, stop - 1);
+    return offsets[r + 1] > stop ? r : -1;
+}
+
+// Follows the chain of pre-token starts from i while i < stop; returns the first start >= stop.
+__device__ __forceinline__ i64 follow_chain(const ScanInput& in, i64 i, i64 stop, i64 end) {
+    while (i < stop) i = pre_token_end(in, i, end);
+    return i;
+}
+
+#define PT_SCAN_PARAMS                                                                                    \
+    const u8 *__restrict__ data, const i64 *__restrict__ offsets, i64 n_strings, i64 n_bytes, i64 n_chunks, \
+        const u8 *__restrict__ cuts, const int *__restrict__ table, const u8 *__restrict__ accepting,        \
+        int n_states, u32 space, const int *__restrict__ exit_state, const i64 *__restrict__ last_accept,   \
+        const i64 *__restrict__ first_char, const int *__restrict__ super_exit, const i64 *__restrict__ super_accept
+#define PT_SCAN_INPUT                                                                                          \
+    ScanInput{data, offsets, n_strings, n_bytes, cuts, table, accepting, n_states, space, exit_state, last_accept, \
+              first_char, super_exit, super_accept}
+
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+pretokenize_land(PT_SCAN_PARAMS, i64* __restrict__ land, i64* __restrict__ first_marked) {
+    const i64 c = global_thread_index();
+    if (c >= n_chunks) return;
+    const ScanInput in = PT_SCAN_INPUT;
+    const i64 begin = c * PT_CHUNK, stop = pt_chunk_end(c, n_bytes);
+    for (i64 at = begin; at < stop;) {  // every non-empty string starting here starts unmarked
+        GT_STEP();
+        const i64 r = string_of_byte(offsets, n_strings, at);
+        if (offsets[r] >= begin) first_marked[r] = PT_NONE;
+        at = offsets[r + 1];
+    }
+    const i64 r = pt_crossing_string(offsets, n_strings, n_bytes, c);
+    if (r < 0) { land[c] = -1; return; }
+    const i64 start = offsets[r] >= begin ? offsets[r] : first_char[c];  // speculative unless it starts here
+    land[c] = follow_chain(in, start, stop, offsets[r + 1]);
+}
+
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+pretokenize_join(PT_SCAN_PARAMS, const i64* __restrict__ land, i64* __restrict__ exits, i64* __restrict__ entries,
+                 i64* __restrict__ first_marked) {
+    const i64 c = global_thread_index();
+    if (c >= n_chunks) return;
+    const ScanInput in = PT_SCAN_INPUT;
+    const i64 begin = c * PT_CHUNK, stop = pt_chunk_end(c, n_bytes);
+    const i64 first = string_of_byte(offsets, n_strings, begin);
+    if (offsets[first] < begin) entries[c] = land[c - 1];  // a string continued from chunk c - 1
+    const i64 r = pt_crossing_string(offsets, n_strings, n_bytes, c);
+    if (r < 0 || offsets[r] >= begin) return;  // nothing continued crosses: land[c] is exact
+    const i64 exit = follow_chain(in, land[c - 1], stop, offsets[r + 1]);
+    exits[c] = exit;
+    if (exit != land[c]) atomicMin((unsigned long long*)&first_marked[r], (unsigned long long)c);
+}
+
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+pretokenize_resolve(PT_SCAN_PARAMS, const i64* __restrict__ land, i64* __restrict__ exits,
+                    i64* __restrict__ entries, const i64* __restrict__ first_marked) {
+    const i64 r = global_thread_index();
+    if (r >= n_strings || offsets[r] == offsets[r + 1] || first_marked[r] == PT_NONE) return;
+    const ScanInput in = PT_SCAN_INPUT;
+    const i64 end = offsets[r + 1];
+    i64 i = exits[first_marked[r]];  // its entry was right, so this exit is
+    for (i64 c = first_marked[r] + 1; c * PT_CHUNK < end; ++c) {
+        GT_STEP();
+        const i64 stop = pt_chunk_end(c, n_bytes);
+        entries[c] = i;
+        if (stop >= end) break;  // the string's last chunk
+        if (i == land[c - 1]) {  // the join started this chunk here: its exit holds
+            i = exits[c];
+            continue;
+        }
+        i = follow_chain(in, i, stop, end);
+        exits[c] = i;
+    }
+}
+
+// marks[p] = 1 + (symbol of the first character) at every pre-token start p.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+pretokenize_scan(PT_SCAN_PARAMS, const i64* __restrict__ entries, u8* __restrict__ marks) {
+    const i64 c = global_thread_index();
+    if (c >= n_chunks) return;
+    const ScanInput in = PT_SCAN_INPUT;
+    const i64 begin = c * PT_CHUNK, stop = pt_chunk_end(c, n_bytes);
+    for (i64 at = begin; at < stop;) {
+        const i64 r = string_of_byte(offsets, n_strings, at), row_begin = offsets[r], row_end = offsets[r + 1];
+        for (i64 p = row_begin < begin ? entries[c] : row_begin; p < min(row_end, stop);) {
+            int len;
+            marks[p] = (u8)(1 + pt_symbol_at(data, p, row_end, space, &len));
+            p = pre_token_end(in, p, row_end);
+        }
+        at = row_end;
     }
 }

@@ -102,3 +102,23 @@ def test_the_output_format_may_be_named(tmp_path):
                  str(tmp_path / "flat")]) == 0
     offsets = np.load(tmp_path / "flat.offsets.npy")
     assert offsets.size == len(DOCS) + 1 and np.load(tmp_path / "flat.ids.npy").size == offsets[-1]
+
+
+def test_globs_and_directories_are_inputs_in_sorted_order(tmp_path, capsys):
+    pq = require("pyarrow.parquet")
+    (tmp_path / "in" / "sub").mkdir(parents=True)
+    (tmp_path / "in" / "b.txt").write_text("\n".join(DOCS[2:]) + "\n", encoding="utf-8")
+    (tmp_path / "in" / "sub" / "a.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in DOCS[:2]),
+                                                      encoding="utf-8")
+    (tmp_path / "in" / "README.md").write_text("not a document file: left out\n")
+    out = tmp_path / "ids.parquet"
+    assert main(["tokenize", "--model", str(MODEL), "--backend", "cpu", str(tmp_path / "in"), str(out)]) == 0
+    # the directory's document files sorted by path: sub/a.jsonl sorts after b.txt
+    assert pq.read_table(out).column("ids").to_pylist() == expected_ids()[2:] + expected_ids()[:2]
+    assert main(["tokenize", "--model", str(MODEL), "--backend", "cpu", str(tmp_path / "in" / "**" / "*.jsonl"),
+                 str(tmp_path / "in" / "*.txt"), str(out)]) == 0
+    assert pq.read_table(out).column("ids").to_pylist() == expected_ids()
+    assert main(["tokenize", "--model", str(MODEL), str(tmp_path / "in" / "*.csv"), str(out)]) == 2
+    assert "no file matches this pattern" in capsys.readouterr().err
+    assert main(["tokenize", "--model", str(MODEL), str(tmp_path / "in" / "b.txt")]) == 2
+    assert "give the inputs and then the output (IN... OUT)" in capsys.readouterr().err

@@ -406,3 +406,66 @@ def test_build_failure_shows_compiler_errors(tmp_path):
     bad.write_text('extern "C" __global__ void broken(int* out) { out[0] = undeclared_name; }\n')
     with pytest.raises(EmulationError, match=r"(?s)failed.*undeclared_name"):
         EmulatedModule(str(bad), cache_dir=str(tmp_path / "cache"))
+
+
+# ------------------------------------------------------------------ per-thread step counter (GT_STEP)
+@pytest.mark.parametrize("workers", [1, 3])
+def test_step_counter_reports_the_busiest_thread(workers):
+    from gpu_text.kernel_sources import kernel_source_dir
+
+    mod = module("steps.cu", include_dirs=[str(kernel_source_dir())], workers=workers)
+    kernel = mod.get_function("count_steps")
+    assert kernel.last_max_steps == 0 and mod.last_max_steps == 0  # before any launch
+    rng = np.random.default_rng(workers)
+    for n, block in ((1000, 128), (77, 32), (1, 1)):
+        work = rng.integers(0, 500, n).astype(np.int32)
+        done = np.zeros(n, np.int32)
+        kernel((-(-n // block),), (block,), (work, np.int64(n), done))
+        np.testing.assert_array_equal(done, work)
+        assert kernel.last_max_steps == mod.last_max_steps == int(work.max())
+    zero = np.zeros(5, np.int32)
+    kernel((1,), (8,), (zero, np.int64(5), zero.copy()))  # a launch without steps resets the figure
+    assert kernel.last_max_steps == 0
+
+
+def test_step_counter_is_a_no_op_outside_the_emulator():
+    header = (Path(__file__).resolve().parents[1] / "cuda" / "step_counter.cuh").read_text()
+    assert "#ifndef GT_STEP" in header and "#define GT_STEP() ((void)0)" in header
+
+
+# ------------------------------------------------------------------ counting what a call costs on a GPU
+def test_device_counts_see_launches_syncs_and_uploads():
+    import gpu_text.arrays as arrays
+    from tests.cuda_emulator.device_counts import CountingRuntime, DeviceArray, measure
+    from tests.emulated_backend import counting_emulated_backend
+
+    be = counting_emulated_backend()
+    xp = be.xp
+    scan_module = module("block_scan.cu")
+
+    class Runtime:  # the emulator's test kernel in place of a gpu_text family
+        def function(self, family, name):
+            return scan_module.get_function(name)
+
+    counting = CountingRuntime(Runtime())
+    host = np.arange(10, dtype=np.int32)
+    with measure() as counts:
+        x = xp.asarray(host)                      # upload of 40 bytes
+        assert isinstance(x, DeviceArray)
+        y = xp.cumsum(x)                          # op
+        total = int(y[-1])                        # sync (a 0-d device array read)
+        picked = y[xp.asarray([1, 2])]            # upload (the index list) + fancy indexing op
+        nonzero = xp.flatnonzero(picked > 1)      # 2 ops (compare, flatnonzero) + its count sync
+        out, totals, maxima = (xp.zeros(10, xp.int32) for _ in range(3))  # 3 fill ops
+        counting.function("any", "block_scan")((1,), (32,), (x, np.int64(10), out, totals, maxima))  # launch
+        counting.function("any", "block_scan")((1,), (32,), (host, np.int64(10), out, totals, maxima))  # + upload
+        back = arrays.to_host(out)                # sync
+    assert total == 45 and nonzero.tolist() == [1] and type(back) is np.ndarray
+    np.testing.assert_array_equal(back, np.cumsum(host) - host)
+    assert counts.launches == 2
+    assert counts.uploads == 3 and counts.upload_bytes == 40 + 16 + 40
+    assert counts.syncs == 3
+    assert counts.array_ops == 1 + 1 + 2 + 3
+    assert any("to_host" in line for line in counts.listing("syncs"))
+    # outside a measure block nothing is counted and device arrays are plain numpy arrays
+    assert int(y[-1]) == 45 and counts.syncs == 3

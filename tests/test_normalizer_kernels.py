@@ -80,3 +80,82 @@ def test_real_charsmap_and_long_strings(backend):
     strings = [t.encode("utf-8", "surrogatepass") for t in ADVERSARIAL[:12]] + INVALID[:4]
     strings += [b"".join(strings) * 3, b" " * 600, ("\u3000①" * 300).encode()]  # across many blocks
     assert_all_match(Normalizer("NMT_NFKC_CF", add_dummy_prefix=True), strings, backend)
+
+
+# ---------------------------------------------------------------- the chunked walk (issue 16)
+CHUNK = 256  # gpu_text.cuda_ops.normalizer.CHUNK; spelled out so that a change is seen here
+WALK_KERNELS = ("normalize_match", "normalize_chunk_land", "normalize_chunk_join", "normalize_chunk_resolve",
+                "normalize_chunk_emit")
+
+
+def test_chunk_size_is_the_kernels():
+    from gpu_text.cuda_ops import normalizer as launcher
+    from gpu_text.kernel_sources import kernel_source_path
+
+    assert launcher.CHUNK == CHUNK
+    assert f"#define NORMALIZE_CHUNK {CHUNK}\n" in kernel_source_path("normalizer").read_text()
+
+
+def test_strings_across_chunk_boundaries(backend):
+    """Strings ending just before, at and after chunk ends, runs of spaces and deletions across
+    them (the space state must be carried), between empty strings."""
+    rng = np.random.default_rng(16)
+    alphabet = [b" ", b"  ", b"a", b"c", b"b", b"\xe2\x80\x8b", "①".encode(), b"q", b"\xff", b" z", b"d"]
+    strings: list[bytes] = []
+    for length in (CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK - 3, 3 * CHUNK + 7, 5 * CHUNK):
+        for pick in ([0, 1], [5, 0, 3], [0, 2, 6, 7], list(range(len(alphabet)))):
+            text = b""
+            while len(text) < length:
+                text += alphabet[pick[int(rng.integers(0, len(pick)))]]
+            strings += [text[:length], b""]
+    strings += [b" " * (4 * CHUNK) + b"x", "\u200b".encode() * (2 * CHUNK) + b" a", b"", b""]
+    for normalizer in normalizers():
+        assert_all_match(normalizer, strings, backend)
+
+
+def emulated_kernels():
+    from tests.emulated_backend import emulated_backend
+
+    module = emulated_backend().runtime.module("normalizer")
+    return {name: module.get_function(name) for name in WALK_KERNELS}
+
+
+def test_walks_that_never_meet_fall_back_exactly():
+    """With a key "qq", walks from odd and from even positions of a run of q never meet: every
+    chunk's join misses and the resolving pass redoes the string serially, with the same output."""
+    from tests.emulated_backend import emulated_backend
+
+    normalizer = Normalizer("test", charsmap_pairs=PAIRS + [(b"qq", b"Q")], add_dummy_prefix=True)
+    run = b"x" + b"q" * (12 * CHUNK + 1)
+    strings = [run, b"", b"q" * (6 * CHUNK), run[:-2] + b" a  b", b"xq" + b" " * (3 * CHUNK) + b"q"]
+    assert_all_match(normalizer, strings, emulated_backend())
+    steps = {name: kernel.last_max_steps for name, kernel in emulated_kernels().items()}
+    # the last launch: "x" + q... resolved from its first chunk, one step per two bytes
+    assert steps["normalize_chunk_resolve"] >= 5 * CHUNK, steps
+
+
+def test_one_megabyte_row_has_no_long_thread():
+    """A 1 MB string (text with the real charsmap's keys, spaces and deletions): the same output
+    as the Numba twin, and no thread of any pass takes more than 2 chunks' worth of steps."""
+    from tests.emulated_backend import emulated_backend
+
+    rng = np.random.default_rng(1)
+    words = ["The", "  ", "ｆｕｌｌ", "①", "\u3000", "naïve", "e\u0301", "你好", "\u200b", "!", " ", "Ⅻ", "ﬁ"]
+    text = ""
+    while len(text.encode()) < 1 << 20:
+        text += "".join(words[k] for k in rng.integers(0, len(words), 4096))
+    raw = text.encode()[: 1 << 20]
+    raw = raw[: len(raw.decode("utf-8", "ignore").encode())]  # whole characters
+    normalizer = Normalizer("NMT_NFKC_CF", add_dummy_prefix=True)
+    batch = TextBatch.from_strings([b"a b", raw, b" c "])
+    args = (*normalizer._charsmap.arrays("cpu"), batch.data, batch.offsets, np.frombuffer(normalizer.symbol, np.uint8),
+            int(normalizer.remove_extra_whitespaces), int(normalizer.add_dummy_prefix))
+    want = numba_twins.normalize_text(*args)
+    got = normalizer.normalize(batch, emulated_backend())
+    for g, w in zip((got.text.data, got.text.offsets, got.alignment.values), want):
+        np.testing.assert_array_equal(host(g), w)
+    steps = {name: kernel.last_max_steps for name, kernel in emulated_kernels().items()}
+    print("longest thread's steps on a 1 MB row:", steps)
+    assert max(steps.values()) <= 2 * CHUNK, steps
+    assert steps["normalize_chunk_resolve"] == 0  # the walks met in every chunk
+    assert steps["normalize_chunk_join"] >= CHUNK // 4  # it did walk the chunks

@@ -164,3 +164,96 @@ def test_symbol_matches_are_sentencepiece_scan(words, texts):
     want = [(int(batch.offsets[r]) + a, int(batch.offsets[r]) + b, k)
             for r, t in enumerate(raw) for a, b, k in greedy_symbols(t, encoded)]
     assert list(zip(starts.tolist(), ends.tolist(), values.tolist())) == want
+
+
+# ---------------------------------------------------------------- the chunked scan (issue 16)
+CHUNK = 256  # gpu_text.cuda_ops.pre_tokenizer.CHUNK, spelled out so that a change is seen here
+SUPER = 256  # gpu_text.cuda_ops.pre_tokenizer.SUPER
+SCAN_KERNELS = ("pretokenize_cuts", "pretokenize_summary", "pretokenize_super_summary", "pretokenize_land",
+                "pretokenize_join", "pretokenize_resolve", "pretokenize_scan")
+
+
+def test_chunk_size_is_the_kernels():
+    from gpu_text.cuda_ops import pre_tokenizer as launcher
+    from gpu_text.kernel_sources import kernel_source_path
+
+    source = kernel_source_path("pre_tokenizer").read_text()
+    assert launcher.CHUNK == CHUNK and f"#define PT_CHUNK {CHUNK}\n" in source
+    assert launcher.SUPER == SUPER and f"#define PT_SUPER {SUPER}\n" in source
+    assert f"#define PT_MAX_STATES {launcher.MAX_STATES}\n" in source
+    assert max(PreTokenDFA.compile(*c).table.shape[0] for c in CONFIGS) <= launcher.MAX_STATES
+
+
+def test_strings_across_chunk_boundaries(backend):
+    """Pre-tokens and malformed or multi-byte characters straddling chunk ends, matches of every
+    length up to many chunks, between empty strings."""
+    rng = np.random.default_rng(16)
+    texts = []
+    for length in (CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 1, 7 * CHUNK + 3):
+        for piece in ("a", "你", "1", "▁", "🙂", "don't", "a▁", "ab,", "\xff"):
+            text = (piece * length).encode("utf-8", "surrogateescape") if piece != "\xff" else b"\xff" * length
+            texts += [text[:length], b"", text[: length - 1] + "你".encode()]
+        texts.append(b"".join(random_texts(rng, 40, 30))[: length])
+    for config in CONFIGS:
+        assert_same_as_reference(backend, texts, config)
+
+
+def emulated_kernels():
+    from tests.emulated_backend import emulated_backend
+
+    module = emulated_backend().runtime.module("pre_tokenizer")
+    return {name: module.get_function(name) for name in SCAN_KERNELS}
+
+
+def megabyte_chinese_line() -> bytes:
+    from gpu_text.demo import SAMPLES
+
+    text = (SAMPLES / "zh-hongloumeng.txt").read_text(encoding="utf-8").replace("\n", "")
+    raw = (text * (1 + (1 << 20) // len(text.encode()))).encode()[: 1 << 20]
+    return raw[: len(raw.decode("utf-8", "ignore").encode())]
+
+
+@pytest.mark.parametrize("config", [("whitespace", "keep", False), ("word", "keep", False), ("isolate", "keep", True)])
+def test_one_megabyte_chinese_line_has_no_long_thread(config):
+    """A 1 MB Chinese line (the sample novel without its newlines; under a whitespace split it is
+    one pre-token) and a 1 MB run of one Han character: the same starts as the Numba twin, and no
+    thread takes more than a chunk's characters plus 2 * SUPER summary lookups and one per
+    SUPER chunks (64 KiB) of the longest match."""
+    from cpu_fallback import pre_tokenizer as numba_twins
+    from tests.emulated_backend import emulated_backend
+
+    be = emulated_backend()
+    dfa = PreTokenDFA.compile(*config)
+    for raw in (megabyte_chinese_line(), "你".encode() * ((1 << 20) // 3)):
+        batch = TextBatch.from_strings([b"a", raw, b"b"])
+        got = be.op("pre_tokenizer", "pretokenize")(batch.data, batch.offsets, dfa)
+        want = numba_twins.pretokenize(batch.data, batch.offsets, dfa)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+        steps = {name: kernel.last_max_steps for name, kernel in emulated_kernels().items()}
+        print(config, len(raw), "bytes: longest thread's steps", steps)
+        assert max(steps.values()) <= CHUNK + 2 * SUPER + len(raw) // (SUPER * CHUNK) + 1, steps
+        assert steps["pretokenize_resolve"] == 0
+
+
+def test_chains_that_never_meet_fall_back_exactly():
+    """A DFA whose only match is two letters: in a run of letters the chains from odd and from even
+    positions never meet, so every chunk's join misses and the resolving pass redoes the string;
+    the starts are still the Numba twin's (the oracle for a DFA no split configuration compiles)."""
+    from cpu_fallback import pre_tokenizer as numba_twins
+    from gpu_text.tokenizer.pre_tokenizer import ALPHA
+    from tests.emulated_backend import emulated_backend
+
+    table = np.zeros((4, 6), np.int32)
+    table[1, ALPHA], table[2, ALPHA] = 2, 3
+    joinable = np.zeros((6, 6), np.uint8)
+    joinable[ALPHA, ALPHA] = 1
+    dfa = PreTokenDFA("pairs", "keep", False, ord("▁"), table, np.array([0, 0, 0, 1], np.uint8), joinable)
+    run = b"," + b"a" * (12 * CHUNK + 1)  # the chain starts at an odd position, chunks at even ones
+    batch = TextBatch.from_strings([run, b"", b"a" * (6 * CHUNK), run[:-3] + b"ab,a", "你".encode() + run])
+    be = emulated_backend()
+    got = be.op("pre_tokenizer", "pretokenize")(batch.data, batch.offsets, dfa)
+    want = numba_twins.pretokenize(batch.data, batch.offsets, dfa)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert emulated_kernels()["pretokenize_resolve"].last_max_steps >= 12

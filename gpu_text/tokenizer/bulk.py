@@ -3,7 +3,9 @@ through a tokenizer into one of the outputs of :mod:`gpu_text.outputs`: Parquet 
 ``list<int32>`` ids column, optionally offsets), a flat ``.npy`` pair, a Megatron-LM indexed
 dataset (``.bin`` + ``.idx``) or a Hugging Face ``datasets`` directory, optionally packed into
 fixed-length rows for pretraining, with the job's statistics in a JSON file beside it. The
-command line is ``gpu-text tokenize`` (:mod:`gpu_text.tokenizer.commands`).
+command line is ``gpu-text tokenize`` (:mod:`gpu_text.tokenizer.commands`); a job of many input
+shards, one output shard each, resumable and spread over worker processes, is
+:mod:`gpu_text.jobs`, built on :func:`encode_documents` and :func:`open_token_writer` here.
 
 Reading, encoding and writing overlap (:func:`gpu_text.pipeline.run_pipeline`: the reading and
 the writing on their own threads, bounded queues between them), so memory stays bounded by a few
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,13 +60,130 @@ def output_paths(output: str | Path, format: str | None = None, stats: bool = Fa
 
 
 @dataclass
-class _Encoded:
-    """One encoded batch on its way to the writer thread."""
+class EncodedChunk:
+    """One encoded batch on its way to the writer thread: the documents (their file, number and
+    text) and their host ids (and token byte spans, with offsets)."""
 
     documents: Documents
     ids: RaggedArray
     starts: RaggedArray | None
     ends: RaggedArray | None
+
+
+def encode_documents(tokenizer: Any, inputs: Sequence[str | Path], write: Callable[[EncodedChunk], Any],
+                     progress: Any = None, field: str = "text", with_offsets: bool = False,
+                     backend: str | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES, add_bos: bool = False,
+                     add_eos: bool = False, format: str | None = None,
+                     max_document_bytes: int | None = None) -> JobStats:
+    """Read ``inputs`` in chunks, encode each and hand it to ``write`` (on the writer thread), in
+    order, reading, encoding and writing overlapped (:func:`gpu_text.pipeline.run_pipeline`);
+    returns the counts of what was written. ``progress`` (anything with ``update(n)``) advances by
+    the input bytes read. A failure of encoding or writing names the file and its documents.
+
+    >>> from gpu_text.demo import MODEL
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "docs.txt"); _ = open(path, "w").write("Hello world\\nbye\\n")
+    >>> chunks = []
+    >>> stats = encode_documents(load_tokenizer(MODEL), [path], chunks.append, backend="cpu")
+    >>> stats.documents, stats.tokens, [chunk.ids.to_pylist() for chunk in chunks]
+    (2, 8, [[[1607, 1052, 1479, 1304, 321], [1493, 1491, 1474]]])
+    """
+    from gpu_text.backend import get_backend
+    from gpu_text.cli_helpers import failing_documents
+    from gpu_text.pipeline import run_pipeline
+
+    job = JobStats()
+    started = time.perf_counter()
+    # on a GPU two chunks encode at once, each on its own stream (see Backend.compute_lanes)
+    resolved = get_backend(backend)
+    lanes, lane_context = resolved.compute_lanes()
+    free_bytes = getattr(resolved.runtime, "free_bytes", None)
+    if free_bytes is not None:  # chunks that fit the device's free memory, all lanes at once
+        from gpu_text.cuda_runtime import device_chunk_bytes
+
+        chunk_bytes = device_chunk_bytes(chunk_bytes, free_bytes(), lanes)
+
+    def encode(documents: Documents) -> EncodedChunk:
+        with failing_documents(documents.path, documents.first, len(documents.batch)):
+            encoding = tokenizer.encode(documents.batch, backend=backend, with_offsets=with_offsets,
+                                        add_bos=add_bos, add_eos=add_eos)
+            return EncodedChunk(documents, encoding.ids.to_numpy(),
+                                encoding.starts.to_numpy() if encoding.starts is not None else None,
+                                encoding.ends.to_numpy() if encoding.ends is not None else None)
+
+    def written(encoded: EncodedChunk) -> None:
+        documents = encoded.documents
+        with failing_documents(documents.path, documents.first, len(documents.batch)):
+            write(encoded)
+        job.add(documents.path, documents.first, documents.batch.nbytes, encoded.ids.lengths)
+        show_rates(progress, job.documents, job.tokens, time.perf_counter() - started)
+
+    run_pipeline(iter_documents(inputs, field, chunk_bytes, progress, format, max_document_bytes), encode, written,
+                 lanes=lanes, lane_context=lane_context)
+    return job
+
+
+def show_rates(progress: Any, documents: int, tokens: int, seconds: float) -> None:
+    """Documents/s and tokens/s beside a tqdm bar's MB/s (a bar without ``set_postfix_str``, or a
+    worker's byte counter, shows the bytes only).
+
+    >>> class Bar:
+    ...     def set_postfix_str(self, text, refresh=True): print(text)
+    >>> show_rates(Bar(), 2000, 10**6, 2.0)
+    1.0k docs/s, 500.0k tokens/s
+    """
+    postfix = getattr(progress, "set_postfix_str", None)
+    if postfix is None or seconds <= 0:
+        return
+    postfix(f"{_si(documents / seconds)} docs/s, {_si(tokens / seconds)} tokens/s", refresh=False)
+
+
+def _si(value: float) -> str:
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:.1f}{suffix}"
+    return f"{value:.0f}"
+
+
+def open_token_writer(format: str, output: str, temps: list[str], with_offsets: bool = False, vocab_size: int = 0,
+                      eos_id: int = -1, append_eod: bool = False, pack: int | None = None) -> Any:
+    """The writer of one ``format`` output named ``output`` (its files written to ``temps``, see
+    :func:`gpu_text.outputs.open_writer`), packing rows of ``pack`` tokens in front of it when
+    asked (:class:`gpu_text.outputs.packing.PackingWriter`, ``eos_id`` after every document).
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "o.parquet")
+    >>> type(open_token_writer("parquet", path, [path], eos_id=2, pack=8)).__name__
+    'PackingWriter'
+    """
+    from gpu_text.outputs.packing import PackingWriter
+
+    writer: Any = open_writer(format, output, temps, with_offsets, vocab_size=vocab_size,
+                              eod_id=eos_id if append_eod else None)
+    return PackingWriter(writer, pack, eos_id) if pack else writer
+
+
+def close_token_writer(writer: Any, documents: int, nonempty: int, tokens: int, append_eod: bool = False,
+                       pack: int | None = None) -> tuple[int, int]:
+    """Close a writer of :func:`open_token_writer` that was given ``documents`` documents
+    (``nonempty`` of them with tokens, ``tokens`` in all) and check that it wrote a row for each
+    (for each packed row with ``pack``); returns the rows and the tokens written (eos ids of
+    ``--append-eod`` and packing included).
+
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> path = os.path.join(tempfile.mkdtemp(), "o.npy")
+    >>> writer = open_token_writer("npy", path, [path + ".ids", path + ".offsets"])
+    >>> writer.write(RaggedArray(np.array([5, 6], np.int32), np.array([0, 2, 2])), None, None)
+    >>> close_token_writer(writer, documents=2, nonempty=1, tokens=2)
+    (2, 2)
+    """
+    rows = writer.close()
+    expected = writer.rows if pack else documents
+    if rows != expected:
+        raise RuntimeError(f"read {documents} documents but wrote {rows} rows"
+                           + (f" ({expected} packed rows made)" if pack else ""))
+    return rows, (writer.tokens if pack else tokens + nonempty * bool(append_eod))
 
 
 def tokenize_files(tokenizer: Any, inputs: Sequence[str | Path], output: str | Path, field: str = "text",
@@ -101,15 +220,13 @@ def tokenize_files(tokenizer: Any, inputs: Sequence[str | Path], output: str | P
     from tqdm import tqdm
 
     from gpu_text.backend import get_backend
-    from gpu_text.cli_helpers import atomic_outputs, check_outputs, failing_documents
-    from gpu_text.outputs.packing import PackingWriter
-    from gpu_text.pipeline import run_pipeline
+    from gpu_text.cli_helpers import atomic_outputs, check_outputs
 
     if str(output) == "-":
         raise ValueError("the output must be a file or a dataset directory, not '-' (stdout)")
     fmt = format_of(output, output_format)
     check_options(fmt, with_offsets, append_eod, pack)
-    eos_id = _eos_for(tokenizer, append_eod, pack, add_eos)
+    eos_id = eos_for(tokenizer, append_eod, pack, add_eos)
     inputs = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     files = output_paths(output, fmt)
     outputs = files + [stats_path(output, fmt)] if stats else files
@@ -120,40 +237,20 @@ def tokenize_files(tokenizer: Any, inputs: Sequence[str | Path], output: str | P
         check_dataset_output(output, inputs)
     total = total_bytes(inputs)  # a missing input fails before an output is created
     get_backend(backend)  # and so does a backend that cannot run here
-    job = JobStats()
     start = time.perf_counter()
-
-    def encode(documents: Documents) -> _Encoded:
-        with failing_documents(documents.path, documents.first, len(documents.batch)):
-            encoding = tokenizer.encode(documents.batch, backend=backend, with_offsets=with_offsets,
-                                        add_bos=add_bos, add_eos=add_eos)
-            return _Encoded(documents, encoding.ids.to_numpy(),
-                            encoding.starts.to_numpy() if encoding.starts is not None else None,
-                            encoding.ends.to_numpy() if encoding.ends is not None else None)
-
-    def write(encoded: _Encoded) -> None:
-        documents = encoded.documents
-        with failing_documents(documents.path, documents.first, len(documents.batch)):
-            writer.write(encoded.ids, encoded.starts, encoded.ends)
-        job.add(documents.path, documents.first, documents.batch.nbytes, encoded.ids.lengths)
-
     with atomic_outputs(outputs) as temps, tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
                                                 desc="tokenize", disable=not progress) as bar:
-        writer: Any = open_writer(fmt, str(output), temps[:len(files)], with_offsets, vocab_size=len(tokenizer),
-                                  eod_id=eos_id if append_eod else None)
-        if pack:
-            writer = PackingWriter(writer, pack, eos_id)
+        writer = open_token_writer(fmt, str(output), temps[:len(files)], with_offsets, len(tokenizer), eos_id,
+                                   append_eod, pack)
         try:
-            run_pipeline(iter_documents(inputs, field, chunk_bytes, bar, format, max_document_bytes), encode, write)
-            rows = writer.close()
+            job = encode_documents(tokenizer, inputs, lambda e: writer.write(e.ids, e.starts, e.ends), bar,
+                                   field, with_offsets, backend, chunk_bytes, add_bos, add_eos, format,
+                                   max_document_bytes)
+            rows, written = close_token_writer(writer, job.documents, job.documents - job.empty_documents,
+                                               job.tokens, append_eod, pack)
         except BaseException:
             writer.discard()
             raise
-        expected = writer.rows if pack else job.documents
-        if rows != expected:
-            raise RuntimeError(f"read {job.documents} documents but wrote {rows} rows"
-                               + (f" ({expected} packed rows made)" if pack else ""))
-        written = writer.tokens if pack else job.tokens + (job.documents - job.empty_documents) * bool(append_eod)
         summary = job.summary(total, time.perf_counter() - start, format=fmt, rows=rows, tokens_written=written,
                               pack=pack, append_eod=append_eod, output=str(output))
         if stats:
@@ -161,8 +258,14 @@ def tokenize_files(tokenizer: Any, inputs: Sequence[str | Path], output: str | P
     return summary
 
 
-def _eos_for(tokenizer: Any, append_eod: bool, pack: int | None, add_eos: bool) -> int:
-    """The eos id ``--append-eod`` and ``--pack`` end documents with, checked to exist."""
+def eos_for(tokenizer: Any, append_eod: bool, pack: int | None, add_eos: bool) -> int:
+    """The eos id ``--append-eod`` and ``--pack`` end documents with, checked to exist (-1 when
+    neither is asked for).
+
+    >>> from types import SimpleNamespace
+    >>> eos_for(SimpleNamespace(eos_id=2), append_eod=True, pack=None, add_eos=False)
+    2
+    """
     if not (append_eod or pack):
         return -1
     option = "--append-eod" if append_eod else "--pack"

@@ -58,7 +58,10 @@ def cmd_train_tokenizer(args: argparse.Namespace) -> int:
 
 
 def cmd_tokenize(args: argparse.Namespace) -> int:
-    """``gpu-text tokenize --model M IN... OUT``: a JSON summary (counts, throughput) on stderr.
+    """``gpu-text tokenize --model M IN... OUT`` (one output), or ``IN... --output-dir DIR`` (a
+    sharded job, :mod:`gpu_text.jobs`): a JSON summary (counts, throughput) on stderr. Exit code
+    0 when every document is written (a sharded job with ``--on-error skip`` too: then with a
+    warning naming the skipped shards), 2 on any error (one line naming the file or shard).
 
     >>> import tempfile, pathlib
     >>> from gpu_text.cli import main
@@ -67,13 +70,22 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     >>> _ = (d / "docs.txt").write_text("hello world\\n\\nbye\\n")
     >>> main(["tokenize", "--model", str(MODEL), "--backend", "cpu", str(d / "docs.txt"), str(d / "ids.parquet")])
     0
+    >>> main(["tokenize", "--model", str(MODEL), "--backend", "cpu", str(d / "docs.txt"), "--output-dir",
+    ...       str(d / "shards")])
+    0
     """
+    from gpu_text.jobs.shards import expand_inputs
     from gpu_text.outputs import check_options, output_format
     from gpu_text.tokenizer.bulk import load_tokenizer, output_paths, tokenize_files
 
-    fmt = output_format(args.output, args.output_format)
+    sharded = args.output_dir is not None
+    _check_job_options(args, sharded)
+    inputs, output = (args.paths, None) if sharded else (args.paths[:-1], args.paths[-1])
+    fmt = (args.output_format or "parquet") if sharded else output_format(output, args.output_format)
     check_options(fmt, args.offsets, args.append_eod, args.pack)  # before the model is loaded
-    check_outputs([args.model, *args.inputs], output_paths(args.output, fmt, stats=not args.no_stats))
+    inputs = expand_inputs(inputs)
+    if not sharded:
+        check_outputs([args.model, *inputs], output_paths(output, fmt, stats=not args.no_stats))
     check_backend(args)
     tokenizer = load_file(args.model, load_tokenizer, "tokenizer model")
     for flag, name, special in ((args.add_bos, "bos", tokenizer.bos_id), (args.add_eos, "eos", tokenizer.eos_id)):
@@ -82,13 +94,84 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     for flag, option in ((args.append_eod, "--append-eod"), (args.pack, "--pack")):
         if flag and tokenizer.eos_id < 0:
             raise ValueError(f"{args.model}: the model has no eos piece, so {option} cannot end documents with it")
-    summary = tokenize_files(tokenizer, args.inputs, args.output, field=args.field, with_offsets=args.offsets,
+    if sharded:
+        return _run_job(args, inputs, fmt)
+    summary = tokenize_files(tokenizer, inputs, output, field=args.field, with_offsets=args.offsets,
                              backend=args.backend, chunk_bytes=chunk_bytes(args), add_bos=args.add_bos,
                              add_eos=args.add_eos, progress=progress_enabled(), output_format=fmt,
                              append_eod=args.append_eod, pack=args.pack, stats=not args.no_stats,
                              **reader_options(args))
     print(json.dumps(summary), file=sys.stderr)
     return 0
+
+
+JOB_OPTIONS = ("resume", "workers", "devices", "shard_bytes", "on_error")
+
+
+def _check_job_options(args: argparse.Namespace, sharded: bool) -> None:
+    """The options of sharded jobs need --output-dir; one output needs IN... OUT."""
+    given = [name for name in JOB_OPTIONS if getattr(args, name) not in (None, False)]
+    if not sharded:
+        if given:
+            raise ValueError(f"--{given[0].replace('_', '-')} is an option of sharded jobs: give --output-dir DIR")
+        if len(args.paths) < 2:
+            raise ValueError("give the inputs and then the output (IN... OUT), or the inputs and --output-dir DIR")
+        return
+    if args.no_stats:
+        raise ValueError("--no-stats: a sharded job keeps its statistics in DIR/manifest.json")
+    if args.workers is not None and args.devices is not None:
+        raise ValueError("--devices runs one worker per GPU: give --workers or --devices, not both")
+    if args.devices is not None and args.backend == "cpu":
+        raise ValueError("--devices names GPUs, but --backend is cpu: use --workers N for CPU processes")
+
+
+def _run_job(args: argparse.Namespace, inputs: list[str], fmt: str) -> int:
+    from gpu_text.jobs import ShardSettings, run_sharded_job
+
+    settings = ShardSettings(field=args.field, input_format=args.format, max_document_bytes=args.max_document_mb << 20,
+                             chunk_bytes=chunk_bytes(args), backend=args.backend, output_format=fmt,
+                             with_offsets=args.offsets, add_bos=args.add_bos, add_eos=args.add_eos,
+                             append_eod=args.append_eod, pack=args.pack, shard_bytes=args.shard_bytes)
+    summary = run_sharded_job(args.model, inputs, args.output_dir, settings, resume=args.resume,
+                              workers=args.workers or 1, devices=args.devices, on_error=args.on_error or "stop",
+                              progress=progress_enabled())
+    print(json.dumps(summary), file=sys.stderr)
+    if summary["skipped"]:
+        names = ", ".join(f"{s['shard']} ({s['error']})" for s in summary["skipped"][:3])
+        more = f" and {len(summary['skipped']) - 3} more" if len(summary["skipped"]) > 3 else ""
+        print(f"{args.command_name}: warning: skipped {len(summary['skipped'])} shard(s) whose input could not be "
+              f"read: {names}{more}; they are recorded in {summary['manifest']} (--resume tries them again)",
+              file=sys.stderr)
+    return 0
+
+
+def byte_size(text: str) -> int:
+    """An argparse ``type``: a size in bytes, with an optional K, M or G (powers of 1024).
+
+    >>> byte_size("64M"), byte_size("1000")
+    (67108864, 1000)
+    """
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    number, scale = (text[:-1], units[text[-1].lower()]) if text[-1:].lower() in units else (text, 1)
+    try:
+        value = int(number) * scale
+    except ValueError:
+        value = 0
+    if value < 1 or value > 1 << 50:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size in bytes (a positive integer, maybe with K, M or G)")
+    return value
+
+
+def device_list(text: str) -> list[str]:
+    """An argparse ``type``: GPU numbers, comma-separated, each once.
+
+    >>> device_list("0,1")
+    ['0', '1']
+    """
+    devices = [part.strip() for part in text.split(",")]
+    if not devices or not all(d.isdigit() for d in devices) or len(set(devices)) != len(devices):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of GPU numbers, each once (like 0,1,2)")
+    return devices
 
 
 def add_commands(subparsers: Any) -> None:
@@ -126,13 +209,17 @@ def add_commands(subparsers: Any) -> None:
 
     tokenize = add_command(subparsers, "tokenize", cmd_tokenize,
                            "bulk-tokenize .txt/.jsonl/.parquet into Parquet, .npy, Megatron or HF datasets",
+                           usage="%(prog)s --model M [options] IN... OUT\n"
+                                 "       %(prog)s --model M [options] IN... --output-dir DIR [--resume] [--workers N]",
                            description="Writes OUT.stats.json beside the output OUT (documents, tokens, bytes, "
-                                       "tokens per byte, longest document, seconds) unless --no-stats.")
+                                       "tokens per byte, longest document, seconds) unless --no-stats. With "
+                                       "--output-dir, a sharded job: see 'sharded jobs' below.")
     tokenize.add_argument("--model", required=True, help="a SentencePiece .model (BPE) or a gpu_text model file")
-    tokenize.add_argument("inputs", nargs="+", help=INPUTS_HELP)
-    tokenize.add_argument("output", help="OUT.parquet (list<int32> ids column), OUT.npy (OUT.ids.npy + "
-                                         "OUT.offsets.npy), PREFIX.bin or PREFIX with --output-format megatron "
-                                         "(PREFIX.bin + PREFIX.idx), DIR/ or DIR with --output-format hf")
+    tokenize.add_argument("paths", nargs="+", metavar="PATH",
+                          help=f"inputs: {INPUTS_HELP}; also globs and directories (their document files, sorted). "
+                               "Then the output: OUT.parquet (list<int32> ids column), OUT.npy (OUT.ids.npy + "
+                               "OUT.offsets.npy), PREFIX.bin or PREFIX with --output-format megatron (PREFIX.bin + "
+                               "PREFIX.idx), DIR/ or DIR with --output-format hf; with --output-dir, no OUT")
     add_document_options(tokenize)
     tokenize.add_argument("--output-format", choices=FORMATS, default=None,
                           help="parquet, npy, megatron or hf (a datasets.load_from_disk directory); default: told "
@@ -150,3 +237,23 @@ def add_commands(subparsers: Any) -> None:
     tokenize.add_argument("--no-stats", action="store_true",
                           help="do not write the statistics JSON (OUT.stats.json; PREFIX.stats.json for megatron)")
     add_backend_options(tokenize)
+    job = tokenize.add_argument_group(
+        "sharded jobs", "With --output-dir every input is a shard: DIR gets one output per input, named after it "
+                        "(its path below the inputs' common folder, the suffixes replaced), and DIR/manifest.json "
+                        "(each shard's documents, tokens, files and SHA-256, the options). Exit code 0 when every "
+                        "shard is written or skipped (--on-error skip, with a warning), 2 on any error.")
+    job.add_argument("--output-dir", default=None, metavar="DIR",
+                     help="write a shard per input into DIR (made if missing); the output format defaults to parquet")
+    job.add_argument("--shard-bytes", type=byte_size, default=None, metavar="N",
+                     help="cut each shard's output into pieces NAME-00000, NAME-00001, ... of about N bytes of input "
+                          "text (a piece ends with the document reaching N); K, M, G suffixes")
+    job.add_argument("--resume", action="store_true",
+                     help="continue the job in DIR: keep the shards whose files match the manifest, redo the rest")
+    job.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                     help="N worker processes taking shards as they free up (default 1: this process); each gets "
+                          "cores/N Numba threads unless NUMBA_NUM_THREADS is set")
+    job.add_argument("--devices", type=device_list, default=None, metavar="0,1,...",
+                     help="one worker process per GPU (CUDA_VISIBLE_DEVICES set for each), shards as with --workers")
+    job.add_argument("--on-error", choices=["stop", "skip"], default=None,
+                     help="an input shard that cannot be read: stop the job (default, exit code 2) or skip it, "
+                          "record it in the manifest and warn (exit code 0)")

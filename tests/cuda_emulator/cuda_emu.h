@@ -192,6 +192,8 @@ struct Launch {
     std::atomic<unsigned long long> next_block{0};
     std::atomic<bool> failed{false};
     std::atomic<bool> message_taken{false};
+    // The largest GT_STEP() count of any thread of the launch (see GT_STEP below).
+    std::atomic<unsigned long long> max_steps{0};
     char* message;
     size_t message_size;
 
@@ -248,6 +250,7 @@ struct Fiber {
     Warp* warp;
     Block* block;
     bool done;
+    unsigned long long steps;  // GT_STEP() calls of this thread
 };
 
 // Fibers that can run. FIFO for the default, reproducible schedule; random picks with a seed.
@@ -518,6 +521,9 @@ inline void thread_exit(Fiber* f) {
     Block& b = *f->block;
     Warp& w = *f->warp;
     f->done = true;
+    // The launch keeps the largest per-thread step count (workers may finish blocks at once).
+    std::atomic<unsigned long long>& most = tl_launch->max_steps;
+    for (unsigned long long seen = most.load(); seen < f->steps && !most.compare_exchange_weak(seen, f->steps);) {}
     --b.live;
     w.live &= ~(1u << f->lane);
     if (b.barrier_arrived && b.barrier_arrived == b.live) release_block_barrier(b, nullptr);
@@ -599,6 +605,7 @@ inline bool run_block(Launch& L, Block& b, unsigned long long linear_block) {
         f.warp = &b.warps[i / 32];
         f.block = &b;
         f.done = false;
+        f.steps = 0;
         init_context(&f.context, tl_stacks.stack(i), tl_stacks.usable, fiber_entry);
         b.ready.push(i);
     }
@@ -728,6 +735,14 @@ extern const unsigned cuemu_kernel_table_size;
 #define blockIdx (::cuemu::tl_current->block->index)
 #define blockDim (::cuemu::tl_current->block->dim)
 #define gridDim (::cuemu::tl_current->block->grid)
+
+// ================================================================== per-thread step counter
+// GT_STEP() counts one unit of a thread's serial work (one iteration of a loop whose length
+// depends on the data). The emulator keeps, per launch, the largest count of any thread
+// (cuemu_last_launch_steps, EmulatedKernel.last_max_steps), so tests can assert that no thread
+// runs a loop that grows with a row. Kernels get the no-op definition for NVRTC from
+// cuda/step_counter.cuh, which leaves this one in place.
+#define GT_STEP() (static_cast<void>(++::cuemu::tl_current->steps))
 
 // ================================================================== synchronisation
 // The source location (default arguments, evaluated at the call site) identifies the barrier,
@@ -1072,6 +1087,10 @@ CUDA_EMU_EXPORT unsigned cuemu_kernel_param_size(unsigned k, unsigned i) { retur
 CUDA_EMU_EXPORT unsigned cuemu_kernel_max_threads(unsigned k) { return cuemu_kernel_table[k].max_threads; }
 CUDA_EMU_EXPORT unsigned long long cuemu_max_dynamic_shared() { return ::cuemu::kMaxDynamicSharedBytes; }
 
+// The largest GT_STEP() count of one thread in this library's last launch (0 before any).
+static std::atomic<unsigned long long> cuemu_last_steps{0};
+CUDA_EMU_EXPORT unsigned long long cuemu_last_launch_steps() { return cuemu_last_steps.load(); }
+
 // Launches kernel k on grid x block; returns 0, or 1 with a message in `message`.
 // args[i] points at the bytes of argument i, as kernelParams does for cuLaunchKernel.
 CUDA_EMU_EXPORT int cuemu_launch(unsigned k, const unsigned* grid, const unsigned* block,
@@ -1126,6 +1145,7 @@ CUDA_EMU_EXPORT int cuemu_launch(unsigned k, const unsigned* grid, const unsigne
         if (pthread_create(&threads[started], nullptr, ::cuemu::worker_main, &launch) != 0) break;
     ::cuemu::run_blocks(launch);
     for (unsigned i = 0; i < started; ++i) pthread_join(threads[i], nullptr);
+    cuemu_last_steps.store(launch.max_steps.load());
     return launch.failed.load() ? 1 : 0;
 }
 

@@ -15,6 +15,10 @@ Arguments are numpy arrays (passed as pointers; they must be C-contiguous) and n
 guess a C type, and each scalar must match its parameter's kind and size (signed and unsigned
 integers of the same size are interchangeable, as their bytes are).
 
+Per-thread work: a kernel that calls ``GT_STEP()`` (``cuda/step_counter.cuh``; nothing on a GPU)
+in its data-dependent loops has, after each launch, ``kernel.last_max_steps`` (and the module's
+``last_max_steps``): the largest number of those calls made by one thread of that launch.
+
 Errors inside a launch (a deadlock, an invalid launch configuration, too much shared memory)
 raise :class:`EmulationError`. What the emulator cannot catch: out-of-bounds memory accesses
 (they crash the process or corrupt memory, as on a GPU) and threads of one block that spin-wait
@@ -312,6 +316,8 @@ class EmulatedModule:
         lib.cuemu_kernel_param_size.argtypes = [ctypes.c_uint, ctypes.c_uint]
         lib.cuemu_kernel_max_threads.restype = ctypes.c_uint
         lib.cuemu_kernel_max_threads.argtypes = [ctypes.c_uint]
+        lib.cuemu_last_launch_steps.restype = ctypes.c_ulonglong
+        lib.cuemu_last_launch_steps.argtypes = []
         lib.cuemu_launch.restype = ctypes.c_int
         lib.cuemu_launch.argtypes = [
             ctypes.c_uint, ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint), ctypes.c_ulonglong,
@@ -326,6 +332,7 @@ class EmulatedModule:
             params = tuple((code, lib.cuemu_kernel_param_size(k, i)) for i, code in enumerate(codes))
             self._params[name] = (k, params, lib.cuemu_kernel_max_threads(k))
         self.kernel_names: list[str] = list(self._params)
+        self.last_max_steps = 0
         self._functions: dict[str, EmulatedKernel] = {}
 
     # ------------------------------------------------------------------ kernels
@@ -362,6 +369,7 @@ class EmulatedKernel:
         self._params = params
         self.param_types = tuple(_C_TYPE_NAMES.get(p, f"{p[1]}-byte struct" if p[0] == "V" else "?") for p in params)
         self.max_threads_per_block = max_threads or 1024
+        self.last_max_steps = 0
         self._max_dynamic_shared = DEFAULT_MAX_DYNAMIC_SHARED
 
     @property
@@ -402,6 +410,8 @@ class EmulatedKernel:
             self.module.workers, operator.index(schedule_seed) & (2**64 - 1), self.module.stack_kib,
             message, _MESSAGE_SIZE,
         )
+        # GT_STEP() counts of the launch just finished (also after a failed one)
+        self.last_max_steps = self.module.last_max_steps = int(self.module._lib.cuemu_last_launch_steps())
         if status:
             raise EmulationError(message.value.decode(errors="replace"))
 

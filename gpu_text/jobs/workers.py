@@ -1,0 +1,299 @@
+"""Where the shards of a job are tokenized: in this process (:class:`InlinePool`, one worker),
+or in worker processes (:class:`ProcessPool`: ``--workers N`` CPU processes, or ``--devices
+0,1,...``, one process per GPU), each loading the tokenizer once and taking the next shard as
+soon as it is free (dynamic assignment: a slow shard never holds up the others).
+
+Workers are started with multiprocessing's ``spawn`` (a fresh interpreter: no CUDA context or
+Numba thread pool is inherited), each with its own environment: ``NUMBA_NUM_THREADS`` (the cores
+divided among the workers, unless already set) and, for ``--devices``, ``CUDA_VISIBLE_DEVICES``
+(its one GPU). Parent and workers exchange JSON messages over pipes: the parent sends a shard
+to an idle worker, the worker reports progress (input bytes read) and the shard's result. A
+worker dies with its parent (``PR_SET_PDEATHSIG`` on Linux, else it notices its parent is gone),
+so a killed job leaves nothing running; a worker that dies is reported with the shard it held.
+
+>>> [sorted(env) for env in worker_environments(2, cores=4, environ={})]
+[['NUMBA_NUM_THREADS'], ['NUMBA_NUM_THREADS']]
+>>> worker_environments(2, devices=["0", "3"], cores=4, environ={})[1]
+{'NUMBA_NUM_THREADS': '2', 'CUDA_VISIBLE_DEVICES': '3'}
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import os
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from gpu_text.jobs.pieces import InputError, ShardSettings, tokenize_shard
+from gpu_text.jobs.shards import Shard
+
+Progress = Callable[[int], None]
+
+
+def worker_environments(workers: int, devices: Sequence[str] | None = None, cores: int | None = None,
+                        environ: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+    """The environment variables each worker process starts with (see the module docstring)."""
+    environ = os.environ if environ is None else environ
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threads = environ.get("NUMBA_NUM_THREADS") or str(max(1, cores // workers))
+    envs = [{"NUMBA_NUM_THREADS": threads} for _ in range(workers)]
+    for env, device in zip(envs, devices or ()):
+        env["CUDA_VISIBLE_DEVICES"] = device
+    return envs
+
+
+def peak_rss_mb() -> float | None:
+    """This process's peak resident memory so far, in MB.
+
+    >>> peak_rss_mb() > 0
+    True
+    """
+    try:
+        import resource
+    except ImportError:  # not on this system (Windows): no figure rather than a wrong one
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1 << 20) if sys.platform == "darwin" else peak / 1024, 1)  # bytes on macOS, KiB on Linux
+
+
+class ShardWorker:
+    """What a worker does: holds the tokenizer (loaded once) and tokenizes the shards it is given."""
+
+    def __init__(self, model: str, settings: ShardSettings) -> None:
+        from gpu_text.tokenizer.bulk import load_tokenizer
+
+        self.tokenizer = load_tokenizer(model)
+        self.settings = settings
+
+    def run(self, shard: Shard, progress: Progress | None = None) -> dict[str, Any]:
+        """The result message of tokenizing ``shard``: ``{"kind": "done", "entry": ...}``, or
+        ``{"kind": "failed", "error": ..., "input_error": ...}`` (the input's fault or not).
+
+        >>> import os, tempfile
+        >>> from gpu_text.demo import MODEL
+        >>> d = tempfile.mkdtemp(); bad = os.path.join(d, "bad.txt.gz"); _ = open(bad, "wb").write(b"\\x1f\\x8b?")
+        >>> result = ShardWorker(str(MODEL), ShardSettings(backend="cpu")).run(Shard(0, bad, "bad", d, "parquet"))
+        >>> result["kind"], result["input_error"], "damaged compressed data" in result["error"]
+        ('failed', True, True)
+        """
+        bar = _Updates(progress) if progress else None
+        try:
+            entry = tokenize_shard(self.tokenizer, shard, self.settings, bar)
+        except Exception as exc:  # an InputError may be skipped; any other (writing failed) stops the job
+            plain = isinstance(exc, (ValueError, OSError, RuntimeError)) and str(exc)
+            message = " ".join((str(exc) if plain else f"{type(exc).__name__}: {exc}").split())  # one line
+            return {"kind": "failed", "index": shard.index, "error": message,
+                    "input_error": isinstance(exc, InputError)}
+        return {"kind": "done", "index": shard.index, "entry": entry, "peak_rss_mb": peak_rss_mb(),
+                "device": os.environ.get("CUDA_VISIBLE_DEVICES"), "numba_threads": _numba_threads()}
+
+
+def _numba_threads() -> int:
+    import numba
+
+    return int(numba.get_num_threads())
+
+
+class _Updates:
+    """A progress bar stand-in for the reader: ``update(n)`` passes the bytes on."""
+
+    def __init__(self, report: Progress) -> None:
+        self.report = report
+
+    def update(self, n: int) -> None:
+        self.report(int(n))
+
+
+class WorkerDied(RuntimeError):
+    """A worker process ended without reporting its shard (killed, out of memory, crashed)."""
+
+
+class InlinePool:
+    """One worker, in this process (the default ``--workers 1``): no start-up, same results."""
+
+    def __init__(self, model: str, settings: ShardSettings) -> None:
+        self.worker = ShardWorker(model, settings)
+        self.workers = 1
+
+    def run(self, shards: Sequence[Shard], progress: Progress) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(worker, result)`` for every shard, in order (see :meth:`ShardWorker.run`)."""
+        for shard in shards:
+            yield 0, self.worker.run(shard, progress)
+
+    def close(self) -> None:
+        pass
+
+
+class ProcessPool:
+    """``len(environments)`` worker processes, each started with its environment (see the module
+    docstring); :meth:`run` hands them shards one at a time as they become free."""
+
+    def __init__(self, model: str, settings: ShardSettings, environments: Sequence[dict[str, str]]) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.workers = len(environments)
+        self.finished = False
+        self.processes: list[Any] = []
+        self.connections: list[Connection] = []
+        setup = json.dumps({"model": model, "settings": settings.to_dict(), "parent": os.getpid()})
+        try:
+            for number, environment in enumerate(environments):
+                ours, theirs = context.Pipe()
+                process = context.Process(target=worker_main, args=(theirs, setup), name=f"gpu-text-worker-{number}",
+                                          daemon=True)
+                with _environment(environment):  # a spawned interpreter starts with the environment of now
+                    process.start()
+                theirs.close()
+                self.processes.append(process)
+                self.connections.append(ours)
+        except BaseException:
+            self.close()
+            raise
+
+    def run(self, shards: Sequence[Shard], progress: Progress) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(worker, result)`` for every shard as each finishes; raises :class:`WorkerDied`
+        when a worker ends without reporting, or a worker's start-up error."""
+        self.waiting = deque(shards)
+        self.holding: dict[int, Shard | None] = {n: None for n in range(self.workers)}
+        self.ready: set[int] = set()
+        self.stopped: set[int] = set()
+        remaining = len(self.waiting)
+        while remaining:
+            alive = [n for n in range(self.workers) if n not in self.stopped]
+            if not alive:
+                raise WorkerDied("every worker has stopped with shards left")
+            signalled = wait([self.connections[n] for n in alive] + [self.processes[n].sentinel for n in alive])
+            for number in alive:
+                connection, process = self.connections[number], self.processes[number]
+                if connection not in signalled and process.sentinel not in signalled:
+                    continue
+                while number not in self.stopped:  # every message it sent before the sentinel, first
+                    try:
+                        if not connection.poll():
+                            break
+                        message = json.loads(connection.recv_bytes())
+                    except (EOFError, OSError):  # its end of the pipe closed: it has exited
+                        self._ended(number)
+                        break
+                    if message["kind"] == "progress":
+                        progress(message["bytes"])
+                    elif message["kind"] == "start-failed":
+                        raise ValueError(f"worker {number}: {message['error']}")
+                    else:
+                        if message["kind"] in ("done", "failed"):
+                            self.holding[number] = None
+                            remaining -= 1
+                            yield number, message
+                        self.ready.add(number)
+                        self._assign(number)
+                if process.sentinel in signalled and number not in self.stopped:
+                    self._ended(number)
+        self.finished = True
+
+    def _ended(self, number: int) -> None:
+        """Worker ``number`` has exited: fine once told to stop, else an error naming its shard."""
+        process = self.processes[number]
+        process.join()
+        self.stopped.add(number)
+        shard = self.holding[number]
+        if shard is not None or number not in self.ready:
+            code = process.exitcode
+            how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+            held = f" while tokenizing shard {shard.name} ({shard.input})" if shard else " at start-up"
+            raise WorkerDied(f"worker {number} (pid {process.pid}) died ({how}){held}")
+
+    def _assign(self, number: int) -> None:
+        if self.waiting:
+            shard = self.waiting.popleft()
+            self.holding[number] = shard
+            self.connections[number].send_bytes(json.dumps({"kind": "shard", "shard": _shard_dict(shard)}).encode())
+        else:
+            with contextlib.suppress(OSError):
+                self.connections[number].send_bytes(b'{"kind": "stop"}')
+
+    def close(self) -> None:
+        """Stop every worker (at once: a shard a worker was on stays pending) and wait for them."""
+        for process in self.processes:
+            if self.finished:  # every worker was told to stop: let it exit on its own
+                process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+            process.join()
+        for connection in self.connections:
+            connection.close()
+
+
+@contextlib.contextmanager
+def _environment(values: Mapping[str, str]) -> Iterator[None]:
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _shard_dict(shard: Shard) -> dict[str, Any]:
+    return {"index": shard.index, "input": shard.input, "name": shard.name, "output_dir": shard.output_dir,
+            "format": shard.format, "pieces": shard.pieces}
+
+
+def worker_main(connection: Connection, setup: str) -> None:
+    """A worker process: load the tokenizer, then tokenize each shard the parent sends until it
+    says stop (or is gone). Runs in the spawned process."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
+    config = json.loads(setup)
+    parent = int(config["parent"])
+    _die_with_parent(parent)
+    lock = threading.Lock()  # the reader thread reports progress while the main thread may report results
+
+    def send(message: dict[str, Any]) -> None:
+        with lock:
+            connection.send_bytes(json.dumps(message).encode())
+
+    def progress(n: int) -> None:
+        if os.getppid() != parent:  # the parent is gone (where PDEATHSIG is not available)
+            os._exit(1)
+        send({"kind": "progress", "bytes": n})
+
+    try:
+        worker = ShardWorker(config["model"], ShardSettings.from_dict(config["settings"]))
+    except Exception as exc:
+        send({"kind": "start-failed", "error": str(exc) or type(exc).__name__})
+        return
+    send({"kind": "ready"})
+    while True:
+        try:
+            message = json.loads(connection.recv_bytes())
+        except (EOFError, OSError):
+            return
+        if message["kind"] != "shard":
+            return
+        send(worker.run(Shard(**message["shard"]), progress))
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to kill this process when its parent dies; exit now if it already has."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+            import signal
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+__all__ = ["InlinePool", "ProcessPool", "ShardWorker", "WorkerDied", "peak_rss_mb", "worker_environments",
+           "worker_main"]

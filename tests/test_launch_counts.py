@@ -1,0 +1,123 @@
+"""What a call of the public API costs on a GPU, counted under emulation (issue 16): kernel
+launches, CuPy array operations, host syncs and host→device uploads per call of
+``Tokenizer.encode``, ``Segmenter.segment`` and ``CRF.predict`` on real batches.
+
+The counts come from ``tests/cuda_emulator/device_counts.py`` (what each one means is there).
+The bounds are the figures measured when this test was written (they may only go down; lower
+them when a change saves work). The issue's targets for later work are ≤ 25 launches
+(kernels + array ops), ≤ 3 syncs and no table upload after the first call; ``TARGETS`` says
+which ones a call meets today, and a test fails when a target is met but no longer marked so.
+Run with ``-s`` to see the figures and where every sync and upload comes from.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+import pytest
+
+from gpu_text.demo import MODEL, SAMPLES
+from tests.cuda_emulator.device_counts import Counts, measure
+
+pytestmark = pytest.mark.skipif(os.environ.get("GPU_TEXT_SKIP_EMULATION") == "1",
+                                reason="counts come from the CPU emulator, which the device check skips")
+
+# call -> (kernel launches + array ops, syncs, uploads of the second call) at most, as measured
+# (encode: 57 launches and 12 syncs before the normalizer's walk and the pre-tokenizer's scan were
+# chunked; the chunked passes add 5 launches and save one sync).
+BOUNDS = {
+    "encode": (62, 11, 15),
+    "segment": (100, 20, 3),
+    "crf_decode": (2, 1, 8),
+}
+# The issue's targets: (≤ 25 launches, ≤ 3 syncs, 0 table uploads after the first call).
+TARGET_LAUNCHES, TARGET_SYNCS = 25, 3
+# Inputs that every call must upload (the batch's bytes and offsets), not tables.
+# (the CRF's encoded features are its input: six arrays).
+INPUT_UPLOADS = {"encode": 2, "segment": 2, "crf_decode": 6}
+TARGETS = {"encode": (False, False, False), "segment": (False, False, False), "crf_decode": (True, True, False)}
+
+
+def backend():
+    from tests.emulated_backend import counting_emulated_backend
+
+    return counting_emulated_backend()
+
+
+@functools.lru_cache(maxsize=None)
+def sample_lines(name: str, count: int) -> tuple[str, ...]:
+    lines = [line for line in (SAMPLES / name).read_text(encoding="utf-8").split("\n") if line][:count]
+    assert len(lines) == count
+    return tuple(lines)
+
+
+def two_calls(call, check) -> tuple[Counts, Counts]:
+    """The counts of a first and a second call (the second one sees tables already uploaded)."""
+    got = []
+    for _ in range(2):
+        with measure() as counts:
+            result = call()
+        check(result)
+        got.append(counts)
+    return got[0], got[1]
+
+
+def report(name: str, first: Counts, second: Counts) -> tuple[int, int, int]:
+    launches = second.launches + second.array_ops
+    table_uploads = second.uploads - INPUT_UPLOADS[name]
+    print(f"\n{name}: first call {first.summary()}\n{name}: second call {second.summary()}; "
+          f"{launches} launches in all, {table_uploads} table uploads")
+    for kind in ("syncs", "uploads"):
+        for line in second.listing(kind):
+            print(f"  {kind[:-1]}: {line}")
+    return launches, second.syncs, table_uploads
+
+
+def check_bounds(name: str, launches: int, syncs: int, table_uploads: int, second: Counts) -> None:
+    most_launches, most_syncs, most_uploads = BOUNDS[name]
+    assert launches <= most_launches, f"{name}: {launches} launches, was {most_launches}"
+    assert second.syncs <= most_syncs, f"{name}: {second.syncs} syncs, was {most_syncs}"
+    assert second.uploads <= most_uploads, f"{name}: {second.uploads} uploads, was {most_uploads}"
+    met = (launches <= TARGET_LAUNCHES, syncs <= TARGET_SYNCS, table_uploads == 0)
+    assert met == TARGETS[name], f"{name}: targets met {met}, marked {TARGETS[name]}: update TARGETS"
+
+
+def test_tokenizer_encode_counts():
+    from gpu_text.tokenizer import Tokenizer
+
+    tok = Tokenizer.from_model_file(MODEL)
+    lines = list(sample_lines("en-kjv.txt", 60) + sample_lines("zh-hongloumeng.txt", 60))
+    want = tok.encode(lines, backend="cpu").ids.to_pylist()
+    be = backend()
+    first, second = two_calls(lambda: tok.encode(lines, backend=be), lambda enc: enc.ids.to_pylist() == want or
+                              pytest.fail("the counting backend changed the ids"))
+    assert second.launches >= 6  # normalizer, pre-tokenizer and BPE kernels all ran
+    check_bounds("encode", *report("encode", first, second), second)
+
+
+def test_segmenter_segment_counts():
+    from gpu_text.segment import Segmenter
+
+    segmenter = Segmenter()
+    lines = list(sample_lines("zh-hongloumeng.txt", 120))
+    want = segmenter.segment(lines, backend="cpu").ends.to_pylist()
+    be = backend()
+    first, second = two_calls(lambda: segmenter.segment(lines, backend=be), lambda seg: seg.ends.to_pylist() == want
+                              or pytest.fail("the counting backend changed the segmentation"))
+    assert second.launches >= 1
+    check_bounds("segment", *report("segment", first, second), second)
+
+
+def test_crf_decode_counts():
+    from gpu_text.crf import CRF
+    from gpu_text.crf.data import read_segmented_bmes
+
+    X, y = read_segmented_bmes(["南京 市长 江大桥", "长江 大桥", "南京 长江", "市长 在 南京", "大桥 长"] * 2)
+    crf = CRF(rho1=0.0, rho2=0.05, backend="cpu").fit(X, y)
+    sentences = [list(line[:40]) for line in sample_lines("zh-hongloumeng.txt", 50)]
+    want = crf.predict(sentences)
+    crf.backend = backend()
+    first, second = two_calls(lambda: crf.predict(sentences), lambda got: got == want
+                              or pytest.fail("the counting backend changed the labels"))
+    assert second.launches >= 1
+    check_bounds("crf_decode", *report("crf_decode", first, second), second)
