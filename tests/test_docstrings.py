@@ -13,7 +13,7 @@ import gpu_text
 # the benchmark helpers that run on a GPU machine only are checked here on the CPU
 CPU_FALLBACK = Path(__file__).resolve().parents[1] / "cpu_fallback"
 MODULES = sorted(m.name for m in pkgutil.walk_packages(gpu_text.__path__, "gpu_text.")) + [
-    "benchmarks.harness", "benchmarks.tokenize", "benchmarks.training"] + [
+    "benchmarks.harness", "benchmarks.plots", "benchmarks.report", "benchmarks.tokenize", "benchmarks.training"] + [
     # the Numba twins' examples too, imported as the package they are in the repository
     f"cpu_fallback.{m.name}" for m in pkgutil.iter_modules([str(CPU_FALLBACK)])]
 
