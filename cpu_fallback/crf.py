@@ -313,7 +313,16 @@ def unigram_gradient(marginals: np.ndarray, labels: np.ndarray, occ_tokens: np.n
     occurrences is summed apart, then each feature's chunks in order, in parallel, and ``l2 · w``
     is added last -- the CUDA twin's order, which always uses the transposed tables; the scatter
     starts each row from ``l2 · w`` instead (one pass over the rows less). The orders differ in
-    rounding only."""
+    rounding only.
+
+    >>> m, labels = np.array([[0.75, 0.25], [0.5, 0.5]]), np.array([0, 1], np.int32)
+    >>> u_offsets, u_ids = np.array([0, 2, 3]), np.array([1, 0, 1])
+    >>> tables = (np.array([0, 0, 1]), np.array([0, 1, 3]), np.array([0, 1, 2]))  # occurrences(u_ids, u_offsets, 2)
+    >>> unigram_gradient(m, labels, *tables).tolist()
+    [[-0.25, 0.25], [0.25, -0.25]]
+    >>> unigram_gradient(m, labels, *tables, u_offsets=u_offsets, u_ids=u_ids).tolist()  # token-order scatter
+    [[-0.25, 0.25], [0.25, -0.25]]
+    """
     shape = (int(feature_chunks.size - 1), int(marginals.shape[1]))
     out = _output(out, shape)
     if u_offsets is not None and u_ids is not None:

@@ -135,22 +135,29 @@ def combine_rows(out, c, g, cs, cy, S, Y, rows):
 
 @njit(parallel=True, **JIT)
 def combine_norm(out, a, x, b, y):
-    """``out = a * x + b * y`` in place, and return ``out · out`` (blocks added in order).
+    """``out = a * x + b * y`` in place, and return ``(out · out, count of non-zero out)`` (blocks
+    added in order): the optimiser's trial point with the L2 norm and the active weights the
+    training records need, so neither takes a pass of its own. A finite ``out · out`` also proves
+    every weight finite.
 
-    >>> out = np.zeros(2)
-    >>> combine_norm(out, 1.0, np.ones(2), 2.0, np.array([1.0, 0.0])), out.tolist()
-    (10.0, [3.0, 1.0])
+    >>> out = np.zeros(3)
+    >>> combine_norm(out, 1.0, np.ones(3), 2.0, np.array([1.0, 0.0, -0.5])), out.tolist()
+    ((10.0, 2), [3.0, 1.0, 0.0])
     """
     n = out.size
     partial = np.zeros(BLOCKS)
+    nonzero = np.zeros(BLOCKS, np.int64)
     for k in prange(BLOCKS):
         acc = 0.0
+        count = 0
         for i in range(k * n // BLOCKS, (k + 1) * n // BLOCKS):
             v = a * x[i] + b * y[i]
             out[i] = v
             acc += v * v
+            count += v != 0.0
         partial[k] = acc
-    return _in_order(partial)
+        nonzero[k] = count
+    return _in_order(partial), nonzero.sum()
 
 
 @njit(parallel=True, **JIT)

@@ -100,9 +100,13 @@ def test_history_dots_and_combine_rows_match_numpy():
     np.testing.assert_allclose(out, -0.5 * g + cs @ S[rows] + cy @ Y[rows], rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(gd, out @ g, rtol=1e-12)
     xn = np.empty(N)
-    norm = vectors.combine_norm(xn, 1.0, S[0], 0.25, Y[0])
+    S[0, ::7] = -0.25 * Y[0, ::7]  # some weights exactly zero
+    norm, nonzero = vectors.combine_norm(xn, 1.0, S[0], 0.25, Y[0])
     np.testing.assert_array_equal(xn, S[0] + 0.25 * Y[0])
     assert norm == vectors.dot(xn, xn)  # what the stopping test would have computed
+    assert nonzero == np.count_nonzero(xn) == N - len(range(0, N, 7))
+    xn[3] = np.nan
+    assert np.isnan(vectors.combine_norm(np.empty(N), 1.0, xn, 0.0, Y[0])[0])  # what training's divergence test reads
     s, y = np.empty(N), np.empty(N)
     sy = vectors.store_pair(s, y, S[0], S[1], Y[0], Y[1])
     np.testing.assert_array_equal(s, S[0] - S[1])
@@ -160,3 +164,29 @@ def test_minimize_agrees_between_the_fused_and_array_passes(rho1, monkeypatch):
         np.testing.assert_allclose(fused, solution, rtol=1e-6, atol=1e-7)
     else:
         assert (fused == 0).any()  # the L1 term zeroes some weights exactly
+
+
+def test_minimize_hands_the_trial_norm_to_fun_and_the_callback():
+    """L-BFGS forms each trial point in a pass that also takes x·x and counts the non-zero weights:
+    ``pass_norm`` hands the norm to ``fun`` (the L2 term's), the callback's Step carries both (the
+    divergence test and the active weights); OWL-QN has no such pass and says so (NaN, -1)."""
+    fun, solution = quadratic(3)
+    for rho1 in (0.0, 0.5):
+        seen, steps = [], []
+
+        def f(x, xx):
+            seen.append((x.copy(), xx))
+            return fun(x)
+
+        minimize(f, np.zeros(solution.size), rho1=rho1, max_iterations=6, pass_norm=True,
+                 callback=lambda step, x: steps.append((step, x.copy())) and False)
+        assert seen[0][1] is None and len(steps) == 6
+        if rho1 == 0:
+            assert all(xx == vectors.dot(x, x) for x, xx in seen[1:])
+            assert all(s.x_norm2 == vectors.dot(x, x) and s.active == np.count_nonzero(x) for s, x in steps)
+        else:
+            assert all(xx is None for _, xx in seen)
+            assert all(np.isnan(s.x_norm2) and s.active == -1 for s, _ in steps)
+    plain = minimize(fun, np.zeros(solution.size), max_iterations=6)  # without pass_norm: fun(x), same path
+    np.testing.assert_array_equal(plain, minimize(lambda x, _: fun(x), np.zeros(solution.size), max_iterations=6,
+                                                  pass_norm=True))

@@ -142,8 +142,8 @@ def cmd_segment(args: argparse.Namespace) -> int:
         for first, texts in _lines(args.input, reader_options(args), args.field, chunk_bytes(args)):
             for start, stop in _slices(texts, SEGMENT_CHARACTERS):
                 with failing_documents(args.input, first + start, stop - start):
-                    words = crf.segment(texts[start:stop])
-                sink.write("".join(" ".join(row) + "\n" for row in words).encode("utf-8"))
+                    lines_out = crf.segment_text(texts[start:stop])
+                sink.write(lines_out.encode("utf-8"))
             lines += len(texts)
             characters += sum(map(len, texts))
     seconds = time.perf_counter() - started

@@ -3,19 +3,27 @@ sentences is encoded to ragged per-token feature ids, entirely with array operat
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
 from gpu_text.arrays import array_module, to_host
-from gpu_text.crf.patterns import Pattern, Vocabulary, combine_keys, extract_parts, flatten, namespace_ids
+from gpu_text.crf.patterns import (OUT_OF_RANGE, Command, Pattern, Vocabulary, combine_keys, extract_parts, flatten,
+                                   namespace_ids)
 from gpu_text.ragged import row_ids
 
 # Occurrences per gradient chunk: frequent features (the transition observation occurs at every
 # token) are split so that no single thread or block sums millions of tokens.
 CHUNK = 512
+# The first-slot hash of the observation tables, and the row layout (the crf_features kernels
+# read the same: cpu_fallback/crf_features.py).
+SLOT_MULTIPLIER = np.uint64(0xD6E8FEB86659FD93)
+HASHED, DENSE = 0, 1
+# A code point whose value id a FeatureEncoder's per-character table has not computed yet.
+UNSEEN = -2
+N_CODE_POINTS = 0x110000
 
 
 @dataclass
@@ -71,6 +79,146 @@ class Encoded:
             setattr(out, f"{name}_offsets", sub_offsets)
             setattr(out, f"{name}_ids", ids[entries])
         return out
+
+
+def slot_region(keys: np.ndarray, ids: np.ndarray) -> tuple[int, np.ndarray]:
+    """An open-addressing region for ``keys`` (distinct, >= 0) as the ``crf_features`` kernels
+    probe it: log2 of its slots (at least twice the keys, at least 2) and the ``(key, id)`` slots
+    (key -1 empty), each key at its first free slot from ``(key * SLOT_MULTIPLIER mod 2^64) >> (64
+    - bits)`` on. Placed in rounds (every pending key tries its current slot; the lowest key index
+    takes a free one; the others move on), so the layout is fixed by the keys alone.
+
+    >>> bits, slots = slot_region(np.array([7, 3, 9]), np.array([0, 1, 2]))
+    >>> bits, sorted(row for row in slots.tolist() if row[0] >= 0)
+    (3, [[3, 1], [7, 0], [9, 2]])
+    """
+    bits = max(1, int(keys.size).bit_length() + (keys.size > 0))
+    mask = (1 << bits) - 1
+    slots = np.full((1 << bits, 2), -1, np.int64)
+    slot = ((keys.astype(np.uint64) * SLOT_MULTIPLIER) >> np.uint64(64 - bits)).astype(np.int64)
+    pending = np.arange(keys.size)
+    while pending.size:
+        at = slot[pending]
+        free = slots[at, 0] == -1
+        taken, first = np.unique(at[free], return_index=True)
+        winners = pending[free][first]
+        slots[taken, 0], slots[taken, 1] = keys[winners], ids[winners]
+        placed = np.zeros(keys.size, bool)
+        placed[winners] = True
+        pending = pending[~placed[pending]]
+        slot[pending] = (slot[pending] + 1) & mask
+    return bits, slots
+
+
+class FeatureEncoder:
+    """A :class:`FeatureSpace` compiled for the ``crf_features`` kernels (the layout is in
+    ``cpu_fallback/crf_features.py``): every pattern command's (column, transform) is a derived
+    column whose value ids the caller supplies per position (:meth:`code_table`,
+    :meth:`value_id`); the patterns (a row per pattern and kind, unigram rows first) and commands
+    are int64 matrices; each namespace's observations are a table by value id (one command) or
+    an open-addressing region of keys (:func:`slot_region`). Built once per model
+    (:meth:`FeatureSpace.encoder`).
+
+    >>> from gpu_text.crf.patterns import parse_patterns
+    >>> space = FeatureSpace(parse_patterns("u%x[0,0]/%x[1,0]\\nb")).fit([[("a",), ("b",)]])
+    >>> enc = space.encoder(); enc.rows.tolist(), enc.commands.tolist(), enc.edges.tolist()
+    ([[1, 0, 1, 0, 2, 0, 0, 3], [2, 1, 1, 2, 0, 0, 8, 2]], [[0, 0, 0], [0, 1, 0]], [[-1, -1, -1, -1, -1, 2, -1, -1, -1, -1]])
+    """
+
+    def __init__(self, space: "FeatureSpace") -> None:
+        self.values = space.values
+        self.n_values, self.n_namespaces = space.n_values, space.n_namespaces
+        derived: dict[tuple, int] = {}
+        self.derived: list[tuple[int, Command]] = []  # (column, a command with the transform) per derived column
+        commands, first_command = [], []
+        for pattern in space.patterns:
+            first_command.append(len(commands))
+            for command in pattern.commands:
+                transform = (command.column, command.kind, command.lower, command.regex)
+                if transform not in derived:
+                    derived[transform] = len(self.derived)
+                    self.derived.append((command.column, command))
+                commands.append((derived[transform], command.offset, int(command.absolute)))
+        self.commands = np.array(commands, np.int64).reshape(-1, 3)
+        self.edges = np.array([[self.value_id(d, marker) for marker in OUT_OF_RANGE] for d in range(len(self.derived))],
+                              np.int32).reshape(-1, len(OUT_OF_RANGE))
+        rows, slots, dense = [], [np.zeros((0, 2), np.int64)], [np.zeros(0, np.int64)]
+        n_slots = n_dense = 0
+        regions: dict[tuple[int, int], tuple[int, int, int]] = {}  # (kind, namespace) -> mode, base, size
+        for kind, keys, ids, parts in ((1, space.unigram_keys, space.unigram_ids, space.unigram_parts),
+                                       (2, space.bigram_keys, space.bigram_ids, space.bigram_parts)):
+            namespace_of_key = parts[ids, 0] if ids.size else np.zeros(0, np.int64)
+            for p, (pattern, namespace) in enumerate(zip(space.patterns, space.namespaces.tolist())):
+                if not {"u": 1, "b": 2, "*": 3}[pattern.kind] & kind:
+                    continue
+                try:
+                    exact = space.n_namespaces * float(space.n_values) ** len(pattern.commands) < 2.0 ** 62
+                except OverflowError:  # combine_keys' rule
+                    exact = False
+                if (kind, namespace) not in regions:
+                    mine = namespace_of_key == namespace
+                    if exact and len(pattern.commands) == 1:  # a key is value * n_namespaces + namespace
+                        table = np.full(space.n_values, -1, np.int64)
+                        table[(keys[mine] - namespace) // space.n_namespaces] = ids[mine]
+                        regions[kind, namespace] = (DENSE, n_dense, space.n_values)
+                        dense.append(table)
+                        n_dense += table.size
+                    else:
+                        bits, region = slot_region(keys[mine], ids[mine])
+                        regions[kind, namespace] = (HASHED, n_slots, bits)
+                        slots.append(region)
+                        n_slots += region.shape[0]
+                rows.append((kind, namespace, int(exact), first_command[p], len(pattern.commands),
+                             *regions[kind, namespace]))
+        self.rows = np.array(rows, np.int64).reshape(-1, 8)
+        self.slots = np.ascontiguousarray(np.concatenate(slots))
+        self.dense = np.concatenate(dense)
+        self._code_tables: dict[int, np.ndarray] = {}
+        self._device: dict[str, tuple] = {}
+
+    def value_id(self, derived: int, value: str) -> int:
+        """The id of ``value`` through derived column ``derived``'s transform (-1: never seen).
+
+        >>> from gpu_text.crf.patterns import parse_patterns
+        >>> enc = FeatureSpace(parse_patterns("u%X[0,0]")).fit([[("a",)]]).encoder()
+        >>> enc.value_id(0, "A"), enc.value_id(0, "b")
+        (0, -1)
+        """
+        return self.values.ids.get(self.derived[derived][1].transform(value), -1)
+
+    def code_table(self, derived: int, codes: np.ndarray, value_of: Callable[[str], str]) -> np.ndarray:
+        """A per-code-point table of derived column ``derived``'s value ids (int32), complete for
+        ``codes``: the value of a character is ``value_of(char)``; each code point is computed
+        once per model, the first time it is seen.
+
+        >>> from gpu_text.crf.patterns import parse_patterns
+        >>> enc = FeatureSpace(parse_patterns("u%x[0,0]")).fit([[("a",), ("b",)]]).encoder()
+        >>> enc.code_table(0, np.array([97, 99], np.uint32), str)[[97, 98, 99]].tolist()
+        [0, -2, -1]
+        """
+        table = self._code_tables.get(derived)
+        if table is None:
+            table = self._code_tables[derived] = np.full(N_CODE_POINTS, UNSEEN, np.int32)
+        missing = codes[table[codes] == UNSEEN]
+        if missing.size:
+            for code in np.unique(missing).tolist():
+                table[code] = self.value_id(derived, value_of(chr(code)))
+        return table
+
+    def arrays(self, xp: Any) -> tuple:
+        """``edges, rows, commands, slots, dense`` on ``xp``'s device (copied once per device)
+        and ``n_values, n_namespaces``: the kernels' arguments after the values.
+
+        >>> from gpu_text.crf.patterns import parse_patterns
+        >>> enc = FeatureSpace(parse_patterns("u%x[0,0]")).fit([[("a",)]]).encoder()
+        >>> [a.shape if hasattr(a, "shape") else a for a in enc.arrays(np)]
+        [(1, 10), (1, 8), (1, 3), (0, 2), (1,), 1, 1]
+        """
+        name = xp.__name__
+        if name not in self._device:
+            device = [xp.asarray(a) for a in (self.edges, self.rows, self.commands, self.slots, self.dense)]
+            self._device[name] = (*device, self.n_values, self.n_namespaces)
+        return self._device[name]
 
 
 def _tiny() -> Encoded:
@@ -195,6 +343,15 @@ class FeatureSpace:
             found = self.unigram_keys[position] == candidates if self.n_unigram else np.zeros(self.n_values, bool)
             tables[key] = np.where(found, self.unigram_ids[position] if self.n_unigram else -1, -1)
         return tables[key]
+
+    def encoder(self) -> FeatureEncoder:
+        """The space compiled for the ``crf_features`` kernels, cached (a refit or a new model
+        file rebuilds it; see :class:`FeatureEncoder`)."""
+        key = (self.n_values, self.n_unigram, self.n_bigram, id(self.unigram_keys), id(self.bigram_keys))
+        cached = self.__dict__.get("_encoder")
+        if cached is None or cached[0] != key:
+            cached = self.__dict__["_encoder"] = (key, FeatureEncoder(self))
+        return cached[1]
 
     def _width(self) -> int:
         return max((len(p.commands) for p in self.patterns), default=0)

@@ -33,7 +33,7 @@ from gpu_text.crf.features import Encoded, FeatureSpace, occurrences
 from gpu_text.crf.optimize import Step, minimize, vector_op, sgd_l1
 from gpu_text.crf.patterns import parse_patterns
 from gpu_text.crf.model_file import FORMAT, FORMAT_V1, ModelReader as _ModelReader, escape as _escape
-from gpu_text.crf.segmentation import SegmentationFeatures
+from gpu_text.crf.segmentation import SegmentationFeatures, joined_words
 from gpu_text.estimator import Estimator
 
 # Wapic's Chinese word segmentation template (the seed's 10 unigram patterns and the transitions) over
@@ -170,21 +170,23 @@ class CRF(Estimator):
         size = self.n_unigram_ * n_labels + self.n_bigram_ * n_labels * n_labels
         x0 = backend.xp.zeros(size)
         errors: list[float] = []
-        clock = [time.perf_counter()]
+        clock = [time.perf_counter(), time.process_time()]
 
         def progress(step: Step, x: Any) -> bool:
-            _check_finite(x, step.iteration)
+            if not math.isfinite(step.x_norm2):  # a finite x·x (the optimiser's pass took it): all weights finite
+                _check_finite(x, step.iteration)
             if dev is not None:  # x's own views: on a GPU, no copy of the weights to the host and back
                 predicted, _ = self._op(backend, "viterbi")(*self._split(x), dev.seq_offsets, dev.u_offsets,
                                                             dev.u_ids, dev.b_offsets, dev.b_ids)
                 error = 100.0 * float((predicted != dev.labels).mean()) if dev.n_tokens else 0.0
             else:  # posterior decoding of the last evaluation, which is the accepted point's
                 error = self._posterior_error(backend, *last_decoding) if last_decoding else math.nan
-            now = time.perf_counter()
+            now, cpu = time.perf_counter(), time.process_time()
+            active = step.active if step.active >= 0 else int((x != 0).sum())  # counted by the optimiser's pass
             record = {"iteration": step.iteration, "objective": step.objective, "error_percent": error,
-                      "active_features": int((x != 0).sum()), "seconds": now - clock[0],
+                      "active_features": active, "seconds": now - clock[0], "cpu_seconds": cpu - clock[1],
                       "evaluations": step.evaluations}
-            clock[0] = now
+            clock[:] = now, cpu
             self.history_.append(record)
             if self.verbose:
                 print(f"  [{record['iteration']:3d}] obj={record['objective']:.6g} err={error:.3f}% "
@@ -200,14 +202,14 @@ class CRF(Estimator):
             train = data.to(backend.xp)
             tables = self._transposed(train)
 
-            def objective(x: Any) -> tuple[float, Any]:
-                value, gradient, marginals = self._objective(backend, train, tables, x, 1.0)
+            def objective(x: Any, norm2: float | None) -> tuple[float, Any]:
+                value, gradient, marginals = self._objective(backend, train, tables, x, 1.0, norm2)
                 last_decoding[:] = (marginals, train.labels)
                 return value, gradient
 
             x = minimize(objective, x0, rho1=self.rho1 if algorithm == "owl-qn" else 0.0, history=self.history,
                          max_iterations=self.max_iterations, max_linesearch=self.max_linesearch,
-                         epsilon=self.epsilon, callback=progress)
+                         epsilon=self.epsilon, callback=progress, pass_norm=True)
         _check_finite(x, None)
         self._set_weights(x)
         self.train_seconds_ = time.perf_counter() - started
@@ -222,9 +224,10 @@ class CRF(Estimator):
         cut = self.n_unigram_ * n_labels
         return x[:cut].reshape(-1, n_labels), x[cut:].reshape(-1, n_labels, n_labels)
 
-    def _objective(self, backend: Backend, data: Encoded, tables: tuple, x: Any, share: float
-                   ) -> tuple[float, Any, Any]:
-        """Σ(logZ − path score) + share·ρ2/2‖x‖², its gradient, and the marginals (for the error rate)."""
+    def _objective(self, backend: Backend, data: Encoded, tables: tuple, x: Any, share: float,
+                   norm2: float | None = None) -> tuple[float, Any, Any]:
+        """Σ(logZ − path score) + share·ρ2/2‖x‖², its gradient, and the marginals (for the error rate);
+        ``norm2`` is ‖x‖² when the caller has it (the optimiser's pass that formed x took it)."""
         xp = backend.xp
         unigram, bigram = self._split(x)
         alpha, omega, marginals, log_z, gold = backend.op("crf", "forward_backward")(
@@ -240,7 +243,8 @@ class CRF(Estimator):
                                               data.u_offsets, data.u_ids)
         backend.op("crf", "bigram_gradient")(bigram, alpha, omega, data.labels, data.b_offsets, data.b_ids, b_occ,
                                              b_chunks, b_features, bigram, l2, grad_b)
-        norm2 = vector_op("dot")(x, x) if xp is np else float(xp.dot(x, x))
+        if norm2 is None:
+            norm2 = vector_op("dot")(x, x) if xp is np else float(xp.dot(x, x))
         value = float((log_z - gold).sum()) + 0.5 * share * self.rho2 * norm2
         return value, gradient, marginals
 
@@ -408,17 +412,56 @@ class CRF(Estimator):
         >>> crf.segment(["12月20日，南京", "１２月２０日，南京"])
         [['12月', '20日', '，', '南京'], ['１２月', '２０日', '，', '南京']]
         """
+        pieces, codes, offsets, cut = self._segment_cuts(texts)
+        bounds = np.flatnonzero(cut).tolist()
+        text = codes.tobytes().decode("utf-32-le", "surrogatepass")
+        words = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+        # words per piece, then per text
+        first_word = np.searchsorted(bounds, offsets).tolist()
+        out, k = [], 0
+        for row in pieces:
+            out.append(words[first_word[k]:first_word[k + row]])
+            k += row
+        return out
+
+    def segment_text(self, texts: Sequence[str]) -> str:
+        """The lines ``gpu-text crf segment`` writes for ``texts``: each text's :meth:`segment`
+        words joined by single spaces, then a newline, built from the code points without a
+        string per word. A subclass with its own :meth:`segment` (Wapic's rule) gets its words
+        joined.
+
+        >>> from gpu_text.crf.segmenter import fit_segmenter
+        >>> crf = fit_segmenter(["南京 市长", "长江 大桥", "南京 长江"], rho1=0.0, backend="cpu")
+        >>> crf.segment_text(["南京长江 大桥", "", "南京"])
+        '南京 长江 大桥\\n\\n南京\\n'
+        """
+        if type(self).segment is not CRF.segment:
+            return "".join(" ".join(row) + "\n" for row in self.segment(texts))
+        pieces, codes, offsets, cut = self._segment_cuts(texts)
+        text_offsets = np.zeros(len(pieces) + 1, np.int64)
+        np.cumsum(pieces, out=text_offsets[1:])
+        return joined_words(codes, cut[:-1], offsets[text_offsets])
+
+    def _segment_cuts(self, texts: Sequence[str]) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray]:
+        """What :meth:`segment` cuts: the number of whitespace-separated pieces of every text, the
+        pieces' code points concatenated, the pieces' offsets into them, and whether a word
+        starts at each position (the last entry, the end, always true)."""
         self._check_fitted("space_", "unigram_weights_", "bigram_weights_")
-        pieces = [t.split() for t in texts]
-        flat = [p for row in pieces for p in row]
+        split = [t.split() for t in texts]
+        flat = [p for row in split for p in row]
         features = getattr(self, "segmentation_", None) or SegmentationFeatures(("char",))
-        # columns straight from the characters (no token tuples), then Viterbi, then words cut
-        # with array operations: the per-character work stays out of Python
+        lengths = np.fromiter(map(len, flat), np.int64, len(flat))
+        offsets = np.zeros(lengths.size + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        # UTF-32 gives one code unit a character (a lone surrogate included, passed through)
+        codes = np.frombuffer("".join(flat).encode("utf-32-le", "surrogatepass"), np.uint32)
+        # the features straight from the code points, fused with the Viterbi (crf_features): no
+        # string, key or id list per character
         backend = get_backend(self.backend)
-        columns, offsets = features.columns_of(flat)
-        data = self.space_.encode_columns(columns, offsets).to(backend.xp)
-        labels, _ = self._op(backend, "viterbi")(*self._weights(backend), data.seq_offsets, data.u_offsets,
-                                                 data.u_ids, data.b_offsets, data.b_ids)
+        encoder = self.space_.encoder()
+        values = features.value_ids(encoder, flat, codes)
+        labels, _ = backend.op("crf_features", "segment_viterbi")(
+            *self._weights(backend), backend.asarray(offsets), backend.asarray(values), *encoder.arrays(backend.xp))
         labels = to_host(labels)
         # bmes_to_words' rule: a word ends after E or S and before B or S (and at a piece's end)
         starts_word = np.isin(np.arange(len(self.labels_)), [self.labels_.index(t) for t in "BS" if t in self.labels_])
@@ -426,16 +469,7 @@ class CRF(Estimator):
         cut = np.zeros(labels.size + 1, bool)
         cut[1:-1] = starts_word[labels[1:]] | ends_word[labels[:-1]]
         cut[offsets] = True
-        bounds = np.flatnonzero(cut).tolist()
-        text = "".join(flat)
-        words = [text[a:b] for a, b in zip(bounds, bounds[1:])]
-        # words per piece, then per text
-        first_word = np.searchsorted(bounds, offsets).tolist()
-        out, k = [], 0
-        for row in pieces:
-            out.append(words[first_word[k]:first_word[k + len(row)]])
-            k += len(row)
-        return out
+        return [len(row) for row in split], codes, offsets, cut
 
     # -- model file -----------------------------------------------------------------------------
 

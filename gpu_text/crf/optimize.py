@@ -77,14 +77,17 @@ def _two_loop(g: Any, history: list[tuple]) -> Any:
     return -q
 
 
-def _step_from(x: Any, step: float, d: Any) -> tuple[Any, float]:
-    """(``xn = x + step * d``, ``xn · xn``): on the CPU one pass, no temporary; the norm is the
-    next iteration's stopping test's, which then needs no pass of its own."""
+def _step_from(x: Any, step: float, d: Any) -> tuple[Any, float, int]:
+    """(``xn = x + step * d``, ``xn · xn``, non-zero weights of ``xn`` or -1): on the CPU one pass,
+    no temporary. The norm is the objective's L2 term, the next iteration's stopping test's and the
+    callback's divergence test; the count is the callback's active weights: none of them then needs
+    a pass of its own. On the device the count is left to the callback (-1)."""
     if isinstance(x, np.ndarray):
         xn = np.empty_like(x)
-        return xn, float(vector_op("combine_norm")(xn, 1.0, x, step, d))
+        norm, nonzero = vector_op("combine_norm")(xn, 1.0, x, step, d)
+        return xn, float(norm), int(nonzero)
     xn = x + step * d
-    return xn, _dot(xn, xn)
+    return xn, _dot(xn, xn), -1
 
 
 def _cpu_pass(name: str, size: int, *args: Any) -> Any:
@@ -263,16 +266,21 @@ class Step:
     objective: float  # including the L1 term
     gradient_norm: float  # of the (pseudo-)gradient
     evaluations: int
+    x_norm2: float = math.nan  # x · x of the accepted point where a pass took it (L-BFGS), else NaN
+    active: int = -1  # its non-zero weights where a pass counted them (L-BFGS on the CPU), else -1
 
 
-def minimize(fun: Callable[[Any], tuple[float, Any]], x0: Any, *, rho1: float = 0.0, history: int = 5,
+def minimize(fun: Callable[..., tuple[float, Any]], x0: Any, *, rho1: float = 0.0, history: int = 5,
              max_iterations: int = 100, max_linesearch: int = 40, epsilon: float = 1e-5,
-             callback: Callable[[Step, Any], bool] | None = None) -> Any:
+             callback: Callable[[Step, Any], bool] | None = None, pass_norm: bool = False) -> Any:
     """Minimise ``fun(x)[0] + rho1·‖x‖₁`` (``fun`` returns the smooth value and its gradient).
 
     Stops after ``max_iterations``, when ‖pseudo-gradient‖ ≤ ``epsilon``·max(1, ‖x‖), when the line
     search fails, or when ``callback(step, x)`` returns true (the caller's stopping rules). The last
     ``history`` (s, y) pairs live in a :class:`History`; ``fun``'s vectors are not written to.
+    With ``pass_norm`` ``fun`` is called as ``fun(x, xx)``, ``xx`` being ``x · x`` where the pass
+    that formed ``x`` took it (L-BFGS's trial points) and None otherwise, so that an L2 term needs
+    no pass of its own.
 
     >>> f = lambda x: (float(((x - 3) ** 2).sum()), 2 * (x - 3))
     >>> minimize(f, np.zeros(2)).round(6).tolist()
@@ -280,13 +288,15 @@ def minimize(fun: Callable[[Any], tuple[float, Any]], x0: Any, *, rho1: float = 
     >>> minimize(f, np.zeros(2), rho1=4.0).round(6).tolist()  # L1 pulls 3 to 3 - 4/2
     [1.0, 1.0]
     """
+    evaluate = fun if pass_norm else (lambda v, _: fun(v))
     x = x0.copy()
-    f, g = fun(x)
+    f, g = evaluate(x, None)
     evaluations = 1
     l1 = lambda v: rho1 * float(array_module(v).abs(v).sum()) if rho1 > 0 else 0.0  # noqa: E731
     total = f + l1(x)
     pairs = History(history, x)
     xx = None  # x · x when a pass already took it
+    active = -1  # x's non-zero weights when a pass counted them
     for iteration in range(1, max_iterations + 1):
         pg = pseudo_gradient(x, g, rho1) if rho1 > 0 else g
         dots = pairs.dots(pg)  # every dot product of the direction, and ‖pg‖², in one pass
@@ -308,7 +318,7 @@ def minimize(fun: Callable[[Any], tuple[float, Any]], x0: Any, *, rho1: float = 
             for _ in range(max_linesearch):
                 xn = x + step * d
                 xn = array_module(x).where(xn * orthant > 0, xn, 0.0)
-                fn, gn = fun(xn)
+                fn, gn = evaluate(xn, None)
                 evaluations += 1
                 tn = fn + l1(xn)
                 if tn <= total + 1e-4 * _dot(pg, xn - x):
@@ -319,8 +329,8 @@ def minimize(fun: Callable[[Any], tuple[float, Any]], x0: Any, *, rho1: float = 
             slope = descent  # g · d: pg is g without the L1 term
             low, high = 0.0, math.inf
             for _ in range(max_linesearch):
-                xn, xnxn = _step_from(x, step, d)
-                fn, gn = fun(xn)
+                xn, xnxn, counted = _step_from(x, step, d)
+                fn, gn = evaluate(xn, xnxn)
                 evaluations += 1
                 if not math.isfinite(fn) or fn > f + 1e-4 * step * slope:  # an overflow is a step too far
                     high = step
@@ -330,13 +340,15 @@ def minimize(fun: Callable[[Any], tuple[float, Any]], x0: Any, *, rho1: float = 
                     found = (xn, fn, gn, fn)
                     break
                 step = 0.5 * (low + high) if high < math.inf else 2.0 * step
-            xx = xnxn if found is not None else None
+            xx, active = (xnxn, counted) if found is not None else (None, -1)
         if found is None:
             break
         xn, fn, gn, tn = found
         pairs.add(xn, x, gn, g)  # kept when yᵀs > 0; the oldest pair goes when the history is full
         x, f, g, total = xn, fn, gn, tn
-        if callback is not None and callback(Step(iteration, total, pg_norm, evaluations), x):
+        step_record = Step(iteration, total, pg_norm, evaluations, math.nan if xx is None else xx,
+                           active if rho1 == 0 else -1)
+        if callback is not None and callback(step_record, x):
             break
     return x
 

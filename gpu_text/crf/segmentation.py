@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from gpu_text.crf.features import FeatureEncoder
     from gpu_text.crf.patterns import InternedColumn
 
 COLUMNS = ("char", "fold", "class", "dict_begin", "dict_end", "dict_inside")
@@ -53,14 +54,21 @@ def fold_table() -> dict[str, str]:
     >>> t = fold_table(); t["１"], t["Ａ"], t["％"], t["，"], "中" in t
     ('1', 'A', '%', ',', False)
     """
-    from gpu_text.tokenizer.normalizer import load_charsmap
+    from gpu_text.tokenizer.normalizer import CHARSMAP_DIR
 
+    # the shipped map's four arrays (gpu_text.tokenizer.normalizer.save_charsmap), read directly:
+    # only the one-character sources (at most 4 UTF-8 bytes) become strings -- building all 225K
+    # pairs as load_charsmap does took 0.2 s of every `crf segment` run
+    with np.load(CHARSMAP_DIR / "NFKC.npz", allow_pickle=False) as f:
+        sources, source_lengths = f["sources"].tobytes(), f["source_lengths"].astype(np.int64)
+        targets, target_lengths = f["targets"].tobytes(), f["target_lengths"].astype(np.int64)
+    source_starts = np.cumsum(source_lengths) - source_lengths
+    target_starts = np.cumsum(target_lengths) - target_lengths
     table = {}
-    for source, target in load_charsmap("NFKC"):
-        if len(source) > 4:  # longer than one UTF-8 character: most of the map, skipped undecoded
-            continue
-        text = source.decode("utf-8")
-        folded = target.decode("utf-8")
+    for i in np.flatnonzero(source_lengths <= 4).tolist():
+        a, b = int(source_starts[i]), int(target_starts[i])
+        text = sources[a:a + int(source_lengths[i])].decode("utf-8")
+        folded = targets[b:b + int(target_lengths[i])].decode("utf-8")
         if len(text) == 1 and folded and folded != text:
             table[text] = folded
     return table
@@ -256,8 +264,8 @@ class SegmentationFeatures:
         """The columns of ``pieces`` (one sentence each) as interned columns and the sentence
         offsets, for :meth:`~gpu_text.crf.features.FeatureSpace.encode_columns`: the characters
         are coded with numpy and only the distinct ones go through the fold and the classes, so
-        the cost a character is a few array operations (what :meth:`~gpu_text.crf.CRF.segment`
-        uses; :meth:`tokens` gives the same values as tuples).
+        the cost a character is a few array operations (:meth:`tokens` gives the same values as
+        tuples, :meth:`value_ids` as the value ids :meth:`~gpu_text.crf.CRF.segment`'s kernel reads).
 
         >>> cols, offsets = SegmentationFeatures().columns_of(["１月", "1"])
         >>> [[c.distinct[k] for k in c.codes] for c in cols], offsets.tolist()
@@ -290,6 +298,39 @@ class SegmentationFeatures:
                 out.append(InternedColumn(np.ascontiguousarray(dictionary[:, DICTIONARY_COLUMNS.index(name)]), names))
         return out, offsets
 
+    def value_ids(self, encoder: "FeatureEncoder", pieces: Sequence[str], codes: np.ndarray) -> np.ndarray:
+        """The per-position value ids of ``encoder``'s derived columns (``(D, n)`` int32, the
+        ``crf_features`` kernels' ``values``) for ``pieces`` (one sentence each) whose characters,
+        concatenated, are the code points ``codes``: the character columns through the model's
+        per-code-point tables (each distinct character folded and classed once per model), the
+        dictionary columns from the trie. The same values :meth:`columns_of` gives as strings.
+
+        >>> from gpu_text.crf.segmenter import fit_segmenter
+        >>> crf = fit_segmenter(["１月 ５日"], rho1=0.0, backend="cpu")
+        >>> enc = crf.space_.encoder()
+        >>> ids = crf.segmentation_.value_ids(enc, ["1月"], np.array([49, 26376], np.uint32))
+        >>> [[crf.space_.values.strings[i] for i in row] for row in ids.tolist()]
+        [['1', '月'], ['D', 'U月']]
+        """
+        out = np.empty((len(encoder.derived), codes.size), np.int32)
+        dictionary = None
+        memo = _CHAR_COLUMNS
+        for d, (column, _) in enumerate(encoder.derived):
+            if column >= len(self.columns):
+                raise ValueError(f"a pattern reads column {column} but the segmentation has {len(self.columns)} "
+                                 f"observation column(s) ({', '.join(self.columns)})")
+            name = self.columns[column]
+            if name in DICTIONARY_COLUMNS:
+                if dictionary is None:
+                    dictionary = (np.concatenate(self.matcher.columns(pieces)) if len(pieces)
+                                  else np.zeros((0, 3), np.int64))
+                table = np.array([encoder.value_id(d, str(k)) for k in range(DICT_CAP + 1)], np.int32)
+                out[d] = table[dictionary[:, DICTIONARY_COLUMNS.index(name)]]
+                continue
+            value_of = {"char": str, "fold": lambda c: memo[c][0], "class": lambda c: memo[c][1]}[name]
+            out[d] = encoder.code_table(d, codes, value_of)[codes]
+        return out
+
     def pattern(self) -> str:
         """The default pattern over these columns: :data:`gpu_text.crf.model.WAPIC_SEGMENTATION_PATTERN`'s
         character window on the folded (or raw) characters, the class window, and the dictionary
@@ -320,3 +361,25 @@ class SegmentationFeatures:
             lines.append(f"U26:%x[0,{b}]/%x[0,{e}]/%x[0,{i}]")
         return "\n".join(lines + ["B"]) + "\n"
 
+
+
+def joined_words(codes: np.ndarray, starts_word: np.ndarray, text_offsets: np.ndarray) -> str:
+    """The lines ``gpu-text crf segment`` writes: text ``j`` is the characters
+    ``codes[text_offsets[j]:text_offsets[j + 1]]`` (code points), a space before each one that
+    ``starts_word`` but the text's first, and a newline after it (an empty text is an empty line).
+    Array operations only: no string per word.
+
+    >>> codes = np.frombuffer("南京长江ab".encode("utf-32-le"), np.uint32)
+    >>> joined_words(codes, np.array([1, 0, 1, 0, 1, 1], bool), np.array([0, 4, 4, 6]))
+    '南京 长江\\n\\na b\\n'
+    """
+    n, n_texts = int(codes.size), int(text_offsets.size) - 1
+    separator = np.asarray(starts_word, bool).copy()
+    separator[text_offsets[:-1][text_offsets[:-1] < n]] = False  # a text's first character has none
+    before = np.zeros(n + 1, np.int64)  # separators before each character (and in all)
+    np.cumsum(separator, out=before[1:])
+    lengths = np.diff(text_offsets)
+    out = np.full(n + int(before[-1]) + n_texts, 0x20, np.uint32)
+    out[np.arange(n) + before[1:] + np.repeat(np.arange(n_texts), lengths)] = codes
+    out[text_offsets[1:] + before[text_offsets[1:]] + np.arange(n_texts)] = 0x0A
+    return out.tobytes().decode("utf-32-le", "surrogatepass")
