@@ -32,5 +32,6 @@ def fnv1a(data, start, end):
 def grown(array, size):
     """A copy of ``array`` enlarged to ``size`` items, the new ones zero."""
     out = np.zeros(size, array.dtype)
-    out[:array.size] = array
+    for i in range(array.size):  # not out[:n] = array: that one statement costs seconds to compile
+        out[i] = array[i]
     return out

@@ -187,10 +187,12 @@ def build_arrays(keys, key_offsets, values):
     used = np.zeros(capacity, np.uint8)
     next_free = np.zeros(capacity, np.int32)
     prev_free = np.zeros(capacity, np.int32)
-    first_open, head = _open_block(0, 0, -1, used, next_free, prev_free)
-    n_blocks = 1
+    # typed values, not literals: a literal argument would compile the callee once more for it
+    zero, none = np.int64(0), np.int64(-1)
+    first_open, head = _open_block(zero, zero, none, used, next_free, prev_free)
+    n_blocks = np.int64(1)
     used[0] = 1  # the root
-    head = _unlink(0, head, next_free, prev_free)
+    head = _unlink(zero, head, next_free, prev_free)
 
     labels = np.zeros(257, np.int64)
     child_lo = np.zeros(258, np.int64)

@@ -168,7 +168,7 @@ def match_starts_table(state, check, label, eow):
     """The table :func:`_no_match_at` reads: 256 first-byte flags, then 256 rows of 256."""
     starts = np.zeros(256 * 257, np.uint8)
     for b in range(1, 256):
-        node = trie_step(state, check, label, 0, np.uint8(b))
+        node = trie_step(state, check, label, np.int64(0), np.uint8(b))
         if node < 0:
             continue
         starts[b] = 1
@@ -184,9 +184,12 @@ def _pack(out, align, row_offsets, offsets, lengths, new_offsets, packed, packed
     for c in prange(bounds.size - 1):
         for r in range(bounds[c], bounds[c + 1]):
             src, dst = row_offsets[r], new_offsets[r]
-            packed[dst:dst + lengths[r]] = out[src:src + lengths[r]]
+            # element loops, not slice assignments: those compile Numba's shape-mismatch message (seconds)
+            for k in range(lengths[r]):
+                packed[dst + k] = out[src + k]
             if aligned:
-                packed_align[dst + r:dst + r + lengths[r]] = align[src:src + lengths[r]]
+                for k in range(lengths[r]):
+                    packed_align[dst + r + k] = align[src + k]
                 packed_align[new_offsets[r + 1] + r] = offsets[r + 1] - offsets[r]
 
 

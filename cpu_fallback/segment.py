@@ -3,6 +3,9 @@ strings (pre-split) and over Han runs (Viterbi); and ``segment_rows``, CPU only,
 segmentation of each row in one fused pass (see the section at the end)."""
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -372,7 +375,7 @@ def _three_byte_slots(state, check, label):
     so that a walk from a Han character starts past its first character in one read."""
     slots = np.full(0x10000, -1, np.int32)
     for cp in range(0x800, 0x10000):
-        slot = trie_step(state, check, label, 0, np.uint8(0xE0 | (cp >> 12)))
+        slot = trie_step(state, check, label, np.int64(0), np.uint8(0xE0 | (cp >> 12)))
         if slot >= 0:
             slot = trie_step(state, check, label, slot, np.uint8(0x80 | ((cp >> 6) & 0x3F)))
         if slot >= 0:
@@ -381,12 +384,12 @@ def _three_byte_slots(state, check, label):
     return slots
 
 
-@njit(parallel=True, **JIT)
+@njit(**JIT)  # serial: a pass over memory, milliseconds; parallel=True would cost ~0.5 s to compile
 def _packed_nodes(state, check, label, eow):
     """Per slot, (state, check, value of the word ending there or -1, 0) side by side: a step of
     the walk then reads one 16-byte record, not four arrays (the walk is bound by cache misses)."""
     nodes = np.zeros((state.size, 4), np.int32)
-    for pos in prange(state.size):
+    for pos in range(state.size):
         nodes[pos, 0] = state[pos]
         nodes[pos, 1] = check[pos]
         nodes[pos, 2] = trie_value(state, check, label, eow, pos)
@@ -498,33 +501,52 @@ def _row_words(nodes, first_slots, data, begin, end, weights, unknown_weight, ta
     return w - at
 
 
-@njit(parallel=True, **JIT)
+@njit(**JIT)
+def _chunk_words(nodes, first_slots, data, offsets, first_row, last_row, weights, unknown_weight, tail_score,
+                 jieba_mode, out_starts, out_ends, out_ids, counts):
+    """The words of rows first_row..last_row-1, each written from its first byte's index (a row
+    has no more words than bytes), and their counts. Chunks run on threads (see segment_rows)."""
+    base = offsets[0]
+    longest = 0
+    for r in range(first_row, last_row):
+        longest = max(longest, offsets[r + 1] - offsets[r])
+    tok_starts = np.empty(longest, np.int64)
+    tok_ends = np.empty(longest, np.int64)
+    tok_han = np.empty(longest, np.uint8)
+    score = np.empty(longest + 1, np.float64)
+    nxt = np.empty(longest + 1, np.int64)
+    value = np.empty(longest + 1, np.int32)
+    for r in range(first_row, last_row):
+        counts[r] = _row_words(nodes, first_slots, data, offsets[r], offsets[r + 1], weights, unknown_weight,
+                               tail_score, jieba_mode, tok_starts, tok_ends, tok_han, score, nxt, value, out_starts,
+                               out_ends, out_ids, offsets[r] - base)
+
+
 def _rows_words(nodes, first_slots, data, offsets, chunks, weights, unknown_weight, tail_score, jieba_mode,
                 out_starts, out_ends, out_ids):
-    """Every row's words, written from its first byte's index (a row has no more words than bytes)."""
+    """Every row's word count, the words written by :func:`_chunk_words`, a chunk of rows per
+    task on a pool of Numba's thread count (the jitted code releases the GIL). Threads, not
+    ``prange``: the same parallelism, without compiling a parallel function (seconds at first use)."""
     counts = np.zeros(offsets.size - 1, np.int64)
-    base = offsets[0]
-    for c in prange(chunks.size - 1):
-        longest = 0
-        for r in range(chunks[c], chunks[c + 1]):
-            longest = max(longest, offsets[r + 1] - offsets[r])
-        tok_starts = np.empty(longest, np.int64)
-        tok_ends = np.empty(longest, np.int64)
-        tok_han = np.empty(longest, np.uint8)
-        score = np.empty(longest + 1, np.float64)
-        nxt = np.empty(longest + 1, np.int64)
-        value = np.empty(longest + 1, np.int32)
-        for r in range(chunks[c], chunks[c + 1]):
-            counts[r] = _row_words(nodes, first_slots, data, offsets[r], offsets[r + 1], weights,
-                                   unknown_weight, tail_score, jieba_mode, tok_starts, tok_ends, tok_han, score,
-                                   nxt, value, out_starts, out_ends, out_ids, offsets[r] - base)
+
+    def chunk(c: int) -> None:
+        _chunk_words(nodes, first_slots, data, offsets, int(chunks[c]), int(chunks[c + 1]), weights, unknown_weight,
+                     tail_score, jieba_mode, out_starts, out_ends, out_ids, counts)
+
+    n_chunks = chunks.size - 1
+    if n_chunks <= 1 or numba.get_num_threads() == 1:
+        for c in range(n_chunks):
+            chunk(c)
+    else:
+        with ThreadPoolExecutor(max_workers=numba.get_num_threads()) as pool:
+            list(pool.map(chunk, range(n_chunks)))
     return counts
 
 
-@njit(parallel=True, **JIT)
+@njit(**JIT)  # serial: a copy bound by memory; parallel=True would cost ~0.5 s to compile
 def _compact(offsets, chunks, word_offsets, tmp_starts, tmp_ends, tmp_ids, starts, ends, ids):
     base = offsets[0]
-    for c in prange(chunks.size - 1):
+    for c in range(chunks.size - 1):
         for r in range(chunks[c], chunks[c + 1]):
             src = offsets[r] - base
             for k in range(word_offsets[r + 1] - word_offsets[r]):

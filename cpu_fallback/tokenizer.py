@@ -31,7 +31,8 @@ from .utf8 import sequence_at
 @njit(inline="always", **JIT)
 def _grown(array, size, keep):
     out = np.empty(size, array.dtype)
-    out[:keep] = array[:keep]
+    for i in range(keep):  # not out[:keep] = array[:keep]: that statement alone compiles for seconds
+        out[i] = array[i]
     return out
 
 
@@ -84,13 +85,16 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
     text, length, pid, align = borrow(text_owner), borrow(length_owner), borrow(pid_owner), borrow(align_owner)
     ids, starts, ends = borrow(ids_owner), borrow(starts_owner), borrow(ends_owner)
     counts = np.zeros(last - first, np.int64)
-    at = n_ids = 0
+    # typed values, not literals, wherever they reach a jitted call: Numba compiles a callee once
+    # per distinct literal argument (normalize_row three times over, with literal 0/False/True)
+    zero, no, yes = np.int64(0), np.bool_(False), np.bool_(True)
+    at = n_ids = zero
     for r in range(first, last):
         begin, end = offsets[r], offsets[r + 1]
         if at + symbol.size + growth * (end - begin) + 1 > text.size:  # maybe too small: count exactly
             need = at + normalize_row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol,
-                                      collapse, dummy, replacement, none8, none64, 0, False, False, match_starts,
-                                      none64) + 1
+                                      collapse, dummy, replacement, none8, none64, zero, no, no,
+                                      match_starts, none64) + 1
             if need > text.size:
                 grown = max(2 * text.size, need)
                 text_owner, length_owner = _grown(text_owner, grown, at), _grown(length_owner, grown, at)
@@ -99,7 +103,7 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
                 text, length, pid, align = borrow(text_owner), borrow(length_owner), borrow(pid_owner), borrow(
                     align_owner)
         n = normalize_row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol, collapse, dummy,
-                          replacement, text, align, at, True, with_spans, match_starts, none64)
+                          replacement, text, align, at, yes, with_spans, match_starts, none64)
         if collapse:
             n = trim_symbols(text, at, n, symbol)
         if with_spans:

@@ -1,7 +1,9 @@
 """The ``gpu-text`` command line: assembles the commands of :data:`COMMAND_MODULES` and runs one.
 
 Every command lives in its package's ``commands.py`` (``add_commands(subparsers)``, built with
-:mod:`gpu_text.cli_helpers`); only ``info`` is here. Errors end a command with one line on stderr,
+:mod:`gpu_text.cli_helpers`; ``warmup`` in :mod:`gpu_text.warmup`); only ``info`` is here. A
+command that has to compile CPU kernels (a first run) says so in one line on stderr first
+(:func:`gpu_text.warmup.compile_notice`). Errors end a command with one line on stderr,
 ``gpu-text <command>: error: ...``, and exit code 2; ``--debug`` (or ``GPU_TEXT_DEBUG=1``) shows
 the traceback instead.
 """
@@ -67,16 +69,19 @@ def environment_info() -> dict[str, Any]:
     return info
 
 
+def _touch(x: Any) -> Any:
+    """Jitted by :func:`_numba_threading_layer`: with ``parallel=True`` the array expression is a
+    parallel loop, and Numba chooses the threading layer on the first parallel launch."""
+    return x + 1
+
+
 def _numba_threading_layer() -> str:
     import numba
     import numpy as np
 
-    @numba.njit(parallel=True)
-    def _touch(x):  # the layer is chosen on the first parallel launch
-        for i in numba.prange(x.size):
-            x[i] += 1
-
-    _touch(np.zeros(2))
+    # jitted here, not at import (the other commands need no Numba), and cached: a module-level
+    # function's compiled code is kept on disk like the kernels', so only a first run compiles it
+    numba.njit(parallel=True, cache=True)(_touch)(np.zeros(2))
     try:
         return str(numba.threading_layer())
     except ValueError:
@@ -104,7 +109,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 # The modules that add commands: each has add_commands(subparsers), called in this order.
 COMMAND_MODULES: list[str] = ["gpu_text.segment.commands", "gpu_text.tokenizer.commands", "gpu_text.crf.commands",
-                               "gpu_text.word2vec.commands", "gpu_text.lda.commands"]
+                               "gpu_text.word2vec.commands", "gpu_text.lda.commands", "gpu_text.warmup"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="machine-readable output")
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).add_commands(commands)
+    parser.set_defaults(cli_main=main)  # gpu-text warmup runs the other commands through it
     return parser
 
 
@@ -147,8 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
+    from gpu_text.warmup import compile_notice
+
     try:
-        return int(args.run(args))
+        with compile_notice(args.command):  # one line on stderr if this run has to compile kernels
+            return int(args.run(args))
     except Exception as exc:  # bad input of any kind: one line, never a traceback (unless asked for)
         if debugging(args):
             raise

@@ -60,3 +60,6 @@ def _private_cache(tmp_path_factory, monkeypatch):
     """Commands that cache built models (``gpu-text segment``'s segmenter) write to a per-session
     folder, never to the user's ``~/.cache``."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+    # the first-compile notice is a stderr line that tests asserting exact stderr would see on a
+    # cold cache (tests/test_warmup.py checks the notice itself)
+    monkeypatch.setenv("GPU_TEXT_COMPILE_NOTICE", "0")

@@ -91,7 +91,15 @@ def _lda() -> None:
         model.perplexity(docs[:5])
 
 
-NUMBA_STEPS: list[Callable[[], None]] = [_utf8_and_tries, _tokenizers, _segmenters, _crf, _word2vec, _lda]
+def _commands() -> None:
+    """What every ``gpu-text`` command compiles (the CLI tests run them, some in subprocesses)."""
+    from gpu_text.cli import main
+    from gpu_text.warmup import warmup
+
+    warmup(main, backend="cpu")
+
+
+NUMBA_STEPS: list[Callable[[], None]] = [_utf8_and_tries, _tokenizers, _segmenters, _crf, _word2vec, _lda, _commands]
 
 
 def warm_numba() -> None:
