@@ -1,9 +1,13 @@
 """Encode throughput: gpu_text (imported SentencePiece model; Numba, CUDA) vs sentencepiece (the
 same .model, same text, same number of threads) and HF tokenizers (a BPE of the same vocabulary
-size trained on the same data), zh and en."""
+size trained on the same data), zh and en; then gpu_text vs sentencepiece at 8k, 16k and 32k
+pieces as a new user meets them: models trained by sentencepiece on one Chinese news corpus,
+encoding another (wall and CPU seconds, interleaved)."""
 from __future__ import annotations
 
+import statistics
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,7 +15,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from benchmarks.corpora import load_lines
+from benchmarks.corpora import SHARED, load_lines
 from benchmarks.harness import Config, Measurement, cpu_thread_counts, measure, measure_interleaved, on_gpu
 from gpu_text import TextBatch
 from gpu_text.backend import get_backend
@@ -20,6 +24,9 @@ from gpu_text.tokenizer.pre_tokenizer import PreTokenizer
 from gpu_text.tokenizer.tokenizer import Tokenizer
 
 VOCAB = 8000
+VOCABS = (8000, 16000, 32000)  # the vocabulary sweep (training corpus: zh-sogou-news)
+# the text the sweep encodes: another news corpus (People's Daily, January 1998), words joined back
+EVAL_ZH = SHARED / "zh-people-daily-199801" / "199801_segmented_words.txt"
 PEER = "sentencepiece"
 BULK_BYTES = 256 << 20  # the GPU's bulk batch (1/8 of it with --quick)
 
@@ -39,6 +46,94 @@ def _train_models(folder: Path, lines: list[bytes]) -> tuple[str, object]:
     hf.pre_tokenizer = pre_tokenizers.Metaspace()
     hf.train([str(corpus)], trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<unk>"], show_progress=False))
     return str(folder / "sp.model"), hf
+
+
+def _train_sentencepiece(path: Path, corpus: Path, vocab: int) -> str:
+    import sentencepiece as spm
+
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(path), model_type="bpe", vocab_size=vocab,
+                                   byte_fallback=True, character_coverage=0.9995, num_threads=2, minloglevel=2,
+                                   input_sentence_size=200_000, shuffle_input_sentence=False)
+    return f"{path}.model"
+
+
+def eval_lines(train: list[bytes], limit: int, path: Path = EVAL_ZH) -> tuple[list[str], str]:
+    """The sweep's text, about ``limit`` bytes: ``path`` (People's Daily; its words joined back, the
+    file separates them by two spaces) when the shared data has it, else the half of ``train`` the
+    models were not trained on.
+
+    >>> import tempfile
+    >>> eval_lines([b"a", b"b", b"c", b"d"], 10, Path(tempfile.mkdtemp()) / "absent.txt")
+    (['c', 'd'], 'held-out half')
+    >>> folder = Path(tempfile.mkdtemp()); _ = (folder / "pd.txt").write_text("迈向  充满\\n希望  的\\n新")
+    >>> eval_lines([], 13, folder / "pd.txt")  # until 13 bytes or more
+    (['迈向充满', '希望的'], 'pd.txt')
+    """
+    if path.is_file():
+        lines, total = [], 0
+        for line in path.read_text(encoding="utf-8").split("\n"):
+            lines.append(line.replace("  ", ""))
+            total += len(lines[-1].encode())
+            if total >= limit:
+                break
+        return lines, path.name
+    return [line.decode("utf-8", "replace") for line in train[len(train) // 2:]], "held-out half"
+
+
+def interleaved_wall_and_cpu(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, tuple[list[float], list[float]]]:
+    """(wall seconds, process CPU seconds) of ``repeat`` rounds of one call of each of ``fns``
+    (after an untimed round), as :func:`~benchmarks.harness.measure_interleaved` takes them.
+
+    >>> times = interleaved_wall_and_cpu({"a": lambda: None}, 2)
+    >>> [len(t) for t in times["a"]]
+    [2, 2]
+    """
+    for fn in fns.values():
+        fn()
+    times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            wall, cpu = time.perf_counter(), time.process_time()
+            fn()
+            times[name][0].append(time.perf_counter() - wall)
+            times[name][1].append(time.process_time() - cpu)
+    return times
+
+
+def vocabulary_rows(config: Config) -> list[Measurement]:
+    """gpu_text[cpu] vs sentencepiece (same .model, same lines, same threads) at each of
+    :data:`VOCABS`; prints the ratios (sentencepiece's seconds over gpu_text's, min and median of
+    wall and of CPU time)."""
+    import sentencepiece as spm
+
+    train, source = load_lines("zh", 2_000_000 if config.quick else None)
+    texts, eval_source = eval_lines(train, 1_000_000 if config.quick else 1 << 40)
+    batch = TextBatch.from_strings(texts)
+    cpu = get_backend("cpu")
+    rows: list[Measurement] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "train.txt"
+        corpus.write_bytes(b"\n".join(train))
+        for vocab in VOCABS:
+            model_path = _train_sentencepiece(Path(tmp) / f"sp{vocab}", corpus, vocab)
+            sp = spm.SentencePieceProcessor(model_file=model_path)
+            ours = Tokenizer.from_sentencepiece(model_path)
+            name = (f"zh vocab {vocab // 1000}k (trained on {source}; encoding {eval_source}, "
+                    f"{batch.nbytes / 1e6:.1f} MB, {len(batch)} lines)")
+            for threads in cpu_thread_counts():
+                times = interleaved_wall_and_cpu({PEER: lambda: sp.encode(texts, num_threads=threads),
+                                                  "ours": lambda: ours.encode(batch, cpu)}, config.repeat)
+                (sp_wall, sp_cpu), (wall, cpu_seconds) = times[PEER], times["ours"]
+                rows.append(Measurement("tokenize", name, PEER, threads, sp_wall, batch.nbytes,
+                                        notes="sentencepiece 0.2, same .model", extra={"cpu_seconds": sp_cpu}))
+                rows.append(Measurement("tokenize", name, "gpu_text[cpu]", threads, wall, batch.nbytes, peer=PEER,
+                                        notes="imported .model, identical ids; runs interleaved",
+                                        extra={"cpu_seconds": cpu_seconds}))
+                print(f"tokenize {vocab // 1000}k @{threads} threads: sentencepiece/gpu_text wall "
+                      f"min {min(sp_wall) / min(wall):.2f} median {statistics.median(sp_wall) / statistics.median(wall):.2f}"
+                      f", CPU min {min(sp_cpu) / min(cpu_seconds):.2f} "
+                      f"median {statistics.median(sp_cpu) / statistics.median(cpu_seconds):.2f}", flush=True)
+    return rows
 
 
 def replicated(batch: TextBatch, target_bytes: int) -> TextBatch:
@@ -128,6 +223,7 @@ def run(config: Config) -> list[Measurement]:
                 big = replicated(batch, BULK_BYTES // (8 if config.quick else 1))
                 rows += bulk_rows(ours, big, f"{dataset} repeated to {big.nbytes / 1e6:.0f} MB", *on_gpu(big),
                                   config.repeat)
+    rows += vocabulary_rows(config)
     rows += _one_megabyte_pre_tokens(config)
     for m in rows:  # compare each thread count with sentencepiece at the same count
         if m.peer == PEER:

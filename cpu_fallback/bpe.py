@@ -5,9 +5,11 @@ each pre-token between characters that no piece joins (:mod:`gpu_text.tokenizer.
 the parts are independent and short (most are one or two characters), and natural text repeats
 them, so each chunk of pre-tokens merges every distinct part once and copies the result to its
 repeats. Symbols are piece ids (characters that are no piece have ids past the pieces), so a
-candidate pair is one hash lookup. Short parts find the best pair by a scan; long ones (a line of
-``aaaa…``) merge in rounds, as the GPU's block does, and finish with a binary heap with stale
-entries skipped: O(n log n) at worst.
+candidate pair is one hash lookup; the lookups that cut a pre-token into parts (the ``joins``
+table) also say which piece each two neighbouring characters make, so a part of two characters
+needs no other lookup and a longer one starts merging from them. Short parts find the best pair
+by a scan; long ones (a line of ``aaaa…``) merge in rounds, as the GPU's block does, and finish
+with a binary heap with stale entries skipped: O(n log n) at worst.
 """
 from __future__ import annotations
 
@@ -63,15 +65,16 @@ def _write(length, pid, n_pieces, sym_start, sym_id, n):
 
 
 @njit(**JIT)
-def merge_short(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid, sym_start,
-                sym_id, pair_id, pair_score):
-    """Merge data[begin:end) by scanning every pair for the best at each step (few symbols: cheaper
-    than a heap). The four scratch arrays hold SHORT + 1 entries (arrays are passed one by one:
-    a tuple of arrays costs reference counting at every call)."""
-    n = _split_chars(data, begin, end, char_keys, char_ids, bmp_ids, sym_start, sym_id)
+def merge_short(end, n, scores, merge_keys, merge_ids, length, pid, sym_start, sym_id, pair_id, pair_score):
+    """Merge the ``n`` characters of a part ending at ``end`` by scanning every pair for the best at
+    each step (few symbols: cheaper than a heap). The scan that cut the part left each character's
+    start and id in ``sym_start``/``sym_id`` and, in ``pair_id``, the piece each two neighbours
+    make (from the joins table, so no pair is looked up twice). The four scratch arrays hold
+    SHORT + 1 entries (arrays are passed one by one: a tuple of arrays costs reference counting at
+    every call)."""
     for k in range(n - 1):
-        pair_id[k] = _merged(merge_keys, merge_ids, sym_id[k], sym_id[k + 1])
         pair_score[k] = scores[pair_id[k]] if pair_id[k] >= 0 else 0
+    sym_start[n] = end
     while True:
         best = -1
         for k in range(n - 1):
@@ -304,7 +307,9 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
     each part was merged: first the whole pre-token is looked up (words repeat), then it is cut
     where no piece joins two characters and each part of three or more characters is looked up
     (a Chinese line is one pre-token, its parts repeat); parts of one or two characters, most of
-    them, are settled by at most one lookup. The last four arrays are :func:`new_scratch`."""
+    them, are settled by the one lookup of their pair. The cutting scan leaves each part's
+    characters and pair pieces in the scratch arrays (the last four, :func:`new_scratch`), where
+    :func:`merge_short` starts from them."""
     n_pieces = scores.size
     if begin == end:
         return filled, begin
@@ -317,25 +322,29 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
     part = i = begin
     h = _BASIS
     width, key, char = char_id_at(data, i, end, bmp_ids, char_keys, char_ids)
-    first_char, first_width = char, width  # of the part
+    n_chars = 0  # characters of the part before data[i]
     next_width, next_key, next_char = width, key, char
     while i < end:
         h = (h ^ key) * _PRIME
         after = i + width
-        joined = False
+        join = -1  # the joins value of this character and the next: their piece, JOINED, or -1 (a cut)
         if after < end:
             next_width, next_key, next_char = char_id_at(data, after, end, bmp_ids, char_keys, char_ids)
-            joined = char >= 0 and next_char >= 0 and lookup(join_keys, join_values, pair_key(char, next_char)) >= 0
-        if not joined:  # data[part:after) is merged on its own
+            if char >= 0 and next_char >= 0:
+                join = lookup(join_keys, join_values, pair_key(char, next_char))
+        if n_chars <= SHORT:  # the part's characters, for merge_short (parts over SHORT bytes are re-read)
+            sym_start[n_chars], sym_id[n_chars], pair_id[n_chars] = i, char, join if join >= 0 else -1
+        n_chars += 1
+        if join == -1:  # data[part:after) is merged on its own
             n = after - part
-            if part == i:  # one character: nothing to merge
+            if n_chars == 1:  # one character: nothing to merge
                 _one_symbol(length, pid, part, after, char, n_pieces)
-            elif part + first_width == i:  # two characters (most parts that are not one): one lookup
-                merged = _merged(merge_keys, merge_ids, first_char, char)
+            elif n_chars == 2:  # two characters (most parts that are not one): the joins lookup that
+                merged = pair_id[0]  # found the part said which piece they make, if any
                 if merged >= 0:
                     _one_symbol(length, pid, part, after, merged, n_pieces)
                 else:
-                    _one_symbol(length, pid, part, i, first_char, n_pieces)
+                    _one_symbol(length, pid, part, i, sym_id[0], n_pieces)
                     _one_symbol(length, pid, i, after, char, n_pieces)
             elif not word or part > begin or after < end:  # a word that is one part was looked up whole
                 slot, at = _memo_find(memo, data, h, part, n)
@@ -344,15 +353,15 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
                         length[part + q] = length[at + q]
                         pid[part + q] = pid[at + q]
                 else:
-                    _merge_part(data, part, after, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length,
-                                pid, sym_start, sym_id, pair_id, pair_score)
+                    _merge_part(data, part, after, n_chars, scores, char_keys, char_ids, bmp_ids, merge_keys,
+                                merge_ids, length, pid, sym_start, sym_id, pair_id, pair_score)
                     filled = _memo_put(memo, filled, slot, h, part, n)
             else:
-                _merge_part(data, part, after, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length,
-                            pid, sym_start, sym_id, pair_id, pair_score)
+                _merge_part(data, part, after, n_chars, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids,
+                            length, pid, sym_start, sym_id, pair_id, pair_score)
             part = after
             h = _BASIS
-            first_char, first_width = next_char, next_width
+            n_chars = 0
         if after < end:
             width, key, char = next_width, next_key, next_char
         i = after
@@ -363,11 +372,12 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
 
 
 @njit(inline="always", **JIT)
-def _merge_part(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid, sym_start,
-                sym_id, pair_id, pair_score):
+def _merge_part(data, begin, end, n_chars, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid,
+                sym_start, sym_id, pair_id, pair_score):
+    """Merge the part data[begin:end) of ``n_chars`` characters (their starts, ids and pair pieces in
+    the scratch arrays when it is at most SHORT bytes long)."""
     if end - begin <= SHORT:
-        merge_short(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid,
-                    sym_start, sym_id, pair_id, pair_score)
+        merge_short(end, n_chars, scores, merge_keys, merge_ids, length, pid, sym_start, sym_id, pair_id, pair_score)
     else:
         merge_long(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid)
 

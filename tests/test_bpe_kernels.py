@@ -97,6 +97,23 @@ def test_parts_repeat_and_long_parts(backend):
     assert_encodes_like_reference(model, raw, backend)
 
 
+@pytest.mark.parametrize("unit", ["ab", "你好", "a你"])
+def test_parts_around_the_short_limit(backend, unit):
+    """One part (every neighbour pair joined) of 1 ... 80 bytes, repeated and alone: the CPU twin
+    merges parts of at most 64 bytes (SHORT) from the pairs its cutting scan looked up, and longer
+    ones with rounds and a heap; both sides of the limit agree with the reference, with and
+    without the memo (a repeat of a part is copied, its first copy is merged)."""
+    pieces = sorted({unit[0], unit[1], unit, unit + unit, unit[1] + unit[0], unit * 3})
+    scores = [0.0] + [-float(len(p)) * (1 if i % 2 else 1.5) for i, p in enumerate(pieces)]
+    model = BPEModel(["<unk>"] + pieces, scores, [2] + [1] * len(pieces))
+    raw = []
+    for n_bytes in range(1, 81):
+        text = (unit * 80).encode()[:n_bytes]
+        text = text[:len(text.decode("utf-8", "ignore").encode())]  # whole characters only
+        raw += [text, text + " ".encode() + text, text]  # " " joins nothing: two parts
+    assert_encodes_like_reference(model, raw, backend)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pieces=st.lists(st.binary(min_size=1, max_size=4).filter(lambda b: 0 not in b), min_size=1, max_size=30),
        texts=st.lists(st.binary(max_size=40), max_size=20), seed=st.integers(0, 2**16))
@@ -182,7 +199,7 @@ from numba import njit  # noqa: E402
 
 from cpu_fallback.double_array import trie_step, trie_value  # noqa: E402
 from cpu_fallback.merge_tables import char_at, lookup, pair_key, table_of  # noqa: E402
-from gpu_text.tokenizer.merge_tables import MergeTables  # noqa: E402
+from gpu_text.tokenizer.merge_tables import JOINED, MergeTables  # noqa: E402
 from gpu_text.trie import DoubleArrayTrie  # noqa: E402
 
 
@@ -245,11 +262,18 @@ def test_merge_tables_equal_the_quadratic_builder(pieces):
     data = np.frombuffer(b"".join(pieces), np.uint8)
     ids = np.arange(3, 3 + len(pieces), dtype=np.int32)
     trie = DoubleArrayTrie.build(pieces, ids).arrays("cpu")
-    (merge_keys, merge_ids), (join_keys, join_values) = slow_pair_tables(
+    (merge_keys, merge_ids), (join_keys, _) = slow_pair_tables(
         data, offsets, ids, (tables.char_keys, tables.char_ids), *trie)
-    for got, want in ((tables.merge_keys, merge_keys), (tables.merge_ids, merge_ids),
-                      (tables.join_keys, join_keys), (tables.join_values, join_values)):
+    for got, want in ((tables.merge_keys, merge_keys), (tables.merge_ids, merge_ids), (tables.join_keys, join_keys)):
         np.testing.assert_array_equal(got, want)
+    # each joined pair of characters holds the piece that is the two of them, else JOINED (-2)
+    char_bytes = {int(i): int(k).to_bytes(4, "big").rstrip(b"\0") or b"\0"
+                  for k, i in zip(tables.char_keys.tolist(), tables.char_ids.tolist()) if i >= 0}
+    piece_ids = {piece: 3 + i for i, piece in enumerate(pieces)}
+    want_values = [-1 if key == 2**64 - 1 else
+                   piece_ids.get(char_bytes[key >> 32] + char_bytes[key & 0xFFFFFFFF], JOINED)
+                   for key in tables.join_keys.tolist()]
+    assert tables.join_values.tolist() == want_values
 
 
 def test_merge_tables_build_in_linear_time():

@@ -158,3 +158,42 @@ def test_decode_replaces_spelled_spaces_like_the_seed(tmp_path):
     tok.save_model_file(tmp_path / "m.pt")
     oracle = pt.Tokenizer(str(tmp_path / "m.pt"))
     assert oracle.encode_as_ids("未知 text") == ids and oracle.decode(ids) == "未知 text"
+
+
+def test_cli_trains_a_bytepiece_model_that_tokenize_and_the_oracle_read(tmp_path):
+    """``train-tokenizer --method bytepiece`` writes a ``method=bytepiece`` model that
+    ``Tokenizer.from_model_file`` (and so ``gpu-text tokenize``) loads as BytePiece, encoding as
+    the trainer's own tokenizer and as piece-tokenizer do."""
+    from gpu_text.cli import main
+    from gpu_text.tokenizer import BytePieceTrainer, Tokenizer
+
+    lines = ["南京市长江大桥", "hello world, hello there", "我们在学习未知的知识"] * 30
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    model = tmp_path / "bp.txt"
+    assert main(["train-tokenizer", str(corpus), "-o", str(model), "--method", "bytepiece", "--vocab-size", "320",
+                 "--min-count", "2"]) == 0
+    assert "method=bytepiece" in model.read_text(encoding="utf-8")
+    loaded = Tokenizer.from_model_file(model)
+    assert type(loaded).__name__ == "BytePiece"
+    expected = BytePieceTrainer(vocab_size=320, min_count=2).train(lines)
+    assert loaded.encode(lines[:3]).ids.to_pylist() == expected.encode(lines[:3]).ids.to_pylist()
+    assert max(len(ids) for ids in loaded.encode(lines[:3]).ids.to_pylist()) < len(lines[1])  # pieces, not bytes
+    pt = pytest.importorskip("piece_tokenizer")
+    oracle = pt.Tokenizer(str(model))
+    assert loaded.encode(lines[:3]).ids.to_pylist() == [oracle.encode_as_ids(line) for line in lines[:3]]
+    out = tmp_path / "ids.parquet"
+    assert main(["tokenize", "--model", str(model), "--backend", "cpu", str(corpus), str(out), "--no-stats"]) == 0
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(out).column(0).to_pylist()[:3] == loaded.encode(lines[:3]).ids.to_pylist()
+
+
+def test_cli_refuses_bpe_only_options_for_bytepiece(tmp_path):
+    from gpu_text.cli import main
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("ab ab\n", encoding="utf-8")
+    assert main(["train-tokenizer", str(corpus), "-o", str(tmp_path / "m.txt"), "--method", "bytepiece",
+                 "--reconstruct"]) == 2
+    assert not (tmp_path / "m.txt").exists()

@@ -27,11 +27,17 @@ from gpu_text.tokenizer.sentencepiece_model import (
 from gpu_text.tokenizer.tokenizer import Encoding, Tokenizer
 from gpu_text.tokenizer.tokenizer_file import TokenizerFileError
 from gpu_text.tokenizer.bpe_trainer import BPETrainer, TrainedModel
+from gpu_text.tokenizer.bytepiece import BytePieceModel
+from gpu_text.tokenizer.bytepiece_tokenizer import BytePiece
+from gpu_text.tokenizer.bytepiece_trainer import BytePieceTrainer
 
 __all__ = [
     "RULE_NAMES",
     "BPEModel",
     "BPETrainer",
+    "BytePiece",
+    "BytePieceModel",
+    "BytePieceTrainer",
     "CounterSpec",
     "Decoder",
     "Encoding",

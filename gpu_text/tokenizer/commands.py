@@ -35,6 +35,8 @@ def cmd_train_tokenizer(args: argparse.Namespace) -> int:
     ...       "--character-coverage", "1"])
     0
     """
+    if args.method == "bytepiece":
+        return _train_bytepiece(args)
     from gpu_text.tokenizer.bpe_trainer import BPETrainer
 
     cn_dictionary = args.cn if args.cn and os.path.exists(args.cn) else None
@@ -42,7 +44,7 @@ def cmd_train_tokenizer(args: argparse.Namespace) -> int:
     check_backend(args)
     extra = [token for token in args.extra_tokens.split(",") if token]
     trainer = BPETrainer(vocab_size=args.vocab_size, character_coverage=args.character_coverage,
-                         max_piece_size=args.max_piece_size, min_count=args.min_count, split=args.split,
+                         max_piece_size=args.max_piece_size, min_count=args.min_count or 1, split=args.split,
                          digits=args.digits, cn=args.cn, normalizer=args.normalizer, reconstruct=args.reconstruct,
                          extra_tokens=extra, progress=progress_enabled(), chunk_bytes=chunk_bytes(args),
                          backend=args.backend)
@@ -54,6 +56,35 @@ def cmd_train_tokenizer(args: argparse.Namespace) -> int:
     print(f"wrote {len(model)} pieces ({model.n_merges} merges, {len(model.required_chars)} characters) to "
           f"{args.output}; {stats['pre_tokens']} distinct pre-tokens, counting {stats['count_seconds']:.1f} s, "
           f"merging {stats['merge_seconds']:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _train_bytepiece(args: argparse.Namespace) -> int:
+    """``train-tokenizer --method bytepiece``: PieceTokenizer's BytePiece counter (n-gram counts, the
+    byte Viterbi's keep/re-split loop), the model in the seed's text format with ``method=bytepiece``.
+    Its options are the seed's: ``--min-count`` (default 32 here, as the seed's), ``--max-piece-size``,
+    ``--normalizer``, ``--split word`` (cut 0) or ``isolate`` (cut 1), ``--digits``; the BPE-only ones
+    (``--character-coverage``, ``--cn``, ``--reconstruct``, ``--extra-tokens``) are refused."""
+    from gpu_text.documents import iter_documents
+    from gpu_text.tokenizer.bytepiece_trainer import BytePieceTrainer
+
+    bpe_only = [flag for flag, used in (("--cn", args.cn), ("--reconstruct", args.reconstruct),
+                                        ("--extra-tokens", args.extra_tokens),
+                                        ("--character-coverage", args.character_coverage != 0.9995),
+                                        ("--split whitespace", args.split == "whitespace")) if used]
+    if bpe_only:
+        raise ValueError(f"--method bytepiece does not take {', '.join(bpe_only)} (BPE options)")
+    check_outputs(list(args.inputs), [args.output])
+    trainer = BytePieceTrainer(vocab_size=args.vocab_size, min_count=args.min_count or 32,
+                               max_piece_size=args.max_piece_size, normalizer=args.normalizer,
+                               cut=0 if args.split == "word" else 1, split_digits=args.digits == "split")
+    with document_options(**reader_options(args)):
+        lines = (text for documents in iter_documents(args.inputs, args.field, chunk_bytes(args))
+                 for text in documents.batch.to_bytes_list())
+        tokenizer = trainer.train(lines)
+    with atomic_outputs([args.output]) as (temp,):
+        tokenizer.save_model_file(temp)
+    print(f"wrote {len(tokenizer.model)} pieces (bytepiece) to {args.output}", file=sys.stderr)
     return 0
 
 
@@ -190,13 +221,18 @@ def add_commands(subparsers: Any) -> None:
                     "vocabulary: 3 specials, 256 byte pieces, the extra tokens, the merges and the required "
                     "characters.")
     train.add_argument("inputs", nargs="+", help=INPUTS_HELP)
+    train.add_argument("--method", choices=["bpe", "bytepiece"], default="bpe",
+                       help="bpe (SentencePiece's BPE trainer) or bytepiece (PieceTokenizer's default counter; "
+                            "--min-count defaults to the seed's 32 there)")
     train.add_argument("--output", "-o", required=True, help="the model file to write (the seed's text format)")
     train.add_argument("--vocab-size", type=positive_int, default=8000,
                        help="pieces in the model, the 259 special and byte pieces included (default 8000)")
     train.add_argument("--character-coverage", type=fraction, default=0.9995,
                        help="share of characters (by frequency) kept as pieces; the rest never merge")
     train.add_argument("--max-piece-size", type=positive_int, default=18, help="longest piece, in bytes")
-    train.add_argument("--min-count", type=positive_int, default=1, help="stop when the best pair is seen fewer times")
+    train.add_argument("--min-count", type=positive_int, default=None,
+                       help="bpe: stop when the best pair is seen fewer times (default 1); bytepiece: the n-gram "
+                            "count a piece longer than a byte needs (default 32)")
     train.add_argument("--split", choices=["word", "isolate", "whitespace"], default="word", help="pre-tokenizer split")
     train.add_argument("--digits", choices=["keep", "split"], default="keep", help="digit runs whole or one per digit")
     train.add_argument("--cn", default=None,

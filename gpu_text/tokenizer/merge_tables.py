@@ -13,7 +13,11 @@ character that is no piece but occurs inside one, an id past the last piece. The
   merges across a boundary between characters whose pair is not in it, so the text on either side
   is encoded independently: the CPU encoder cuts long pre-tokens (a Chinese line is one) into short
   parts there, which repeat, and encodes each distinct part once; the GPU's block per long
-  pre-token merges all its parts at once, each part taking its own best pair.
+  pre-token merges all its parts at once, each part taking its own best pair. A pair's value is
+  the piece the two characters merge into, or :data:`JOINED` when they only sit next to each
+  other inside longer pieces: the CPU encoder settles a part of two characters (a third of the
+  parts of Chinese text at 32k pieces), and starts merging a longer one, from the lookups that
+  found the part, without looking its pairs up again.
 
 A hash table is a pair of arrays (keys uint64, values int32) with open addressing; the hashing
 and the builders are Numba helpers of the CPU layer (``cpu_fallback/merge_tables.py``), and
@@ -26,6 +30,9 @@ from typing import NamedTuple
 import numpy as np
 
 from gpu_text.backend import get_backend
+
+JOINED = -2
+"""The ``joins`` value of two characters that are no piece together (-1 is "not in the table")."""
 
 
 def _bmp_ids(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -40,6 +47,20 @@ def _bmp_ids(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
         if len(text) == 1 and ord(text) < 0x10000:
             table[ord(text)] = char_id
     return table
+
+
+def _joined_pieces(joins: tuple[np.ndarray, np.ndarray], merges: tuple[np.ndarray, np.ndarray]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``joins`` table with each pair's value set: the piece it merges into (from ``merges``,
+    whose pairs of two characters are all joins), else :data:`JOINED`. Same slots, so the CUDA
+    twin, which reads the keys only, sees the same table."""
+    join_keys, merge_keys = joins[0], merges[0]
+    values = np.full(join_keys.size, -1, np.int32)
+    used = join_keys != np.uint64(0xFFFFFFFFFFFFFFFF)  # the tables' EMPTY key
+    order = np.argsort(merge_keys)  # a table has at least two slots; its EMPTY keys sort last
+    at = np.minimum(np.searchsorted(merge_keys[order], join_keys[used]), merge_keys.size - 1)
+    values[used] = np.where(merge_keys[order][at] == join_keys[used], merges[1][order][at], JOINED)
+    return join_keys, values
 
 
 class MergeTables(NamedTuple):
@@ -84,4 +105,4 @@ class MergeTables(NamedTuple):
         char_ids[~found] = n_pieces + np.arange(int((~found).sum()), dtype=np.int32)
         chars = cpu.op("merge_tables", "table_of")(unique, char_ids)
         merges, joins = cpu.op("merge_tables", "pair_tables")(data, offsets, ids, chars, *trie_arrays)
-        return cls(*chars, *merges, *joins, _bmp_ids(unique, char_ids))
+        return cls(*chars, *merges, *_joined_pieces(joins, merges), _bmp_ids(unique, char_ids))

@@ -311,6 +311,10 @@ class Tokenizer:
 
         spec = read_model_file(path)
         counter, pre = spec.counter, spec.pretokenizer
+        if counter.method == "bytepiece" and cls is Tokenizer:  # a lattice model, not merges
+            from gpu_text.tokenizer.bytepiece_tokenizer import BytePiece
+
+            return BytePiece.from_model_file(path, cn)
         model = BPEModel(spec.pieces.pieces, spec.pieces.scores, spec.pieces.types, unk_id=counter.unk_id)
         normalizer = Normalizer(pre.name, space=pre.space, reconstruct=pre.reconstruct)
         if not 0 <= pre.cut < len(SPLIT_MODES):
@@ -358,7 +362,9 @@ class Tokenizer:
             raise ValueError(f"the seed's model format cannot hold {', '.join(missing)}; "
                              "Tokenizer.save holds every configuration")
         pieces = model.piece_bytes
-        counter = CounterSpec(vocab_size=len(model), unk_id=model.unk_id, bos_id=self.bos_id, eos_id=self.eos_id,
+        # "sentencepiece" is the seed's name for BPE models ("bytepiece" files load as BytePiece)
+        counter = CounterSpec(method="sentencepiece", vocab_size=len(model), unk_id=model.unk_id, bos_id=self.bos_id,
+                              eos_id=self.eos_id,
                               pad_id=self.pad_id, unk_piece=model.pieces[model.unk_id],
                               **{f"{name}_piece": model.pieces[i] for name, i in
                                  (("bos", self.bos_id), ("eos", self.eos_id), ("pad", self.pad_id)) if i >= 0})
