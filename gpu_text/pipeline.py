@@ -10,7 +10,9 @@ its own ``lane_context(i)`` (on a GPU: a CUDA stream per lane, so one chunk's co
 run while another lane waits on its stream), the results put back in input order before they are
 written. The first error of any stage stops the
 other two and is raised, unchanged, by :func:`run_pipeline`; the reader's iterator is closed, so
-its files are. Every stage's busy and waiting time is measured (``--verbose`` prints it).
+its files are. Every stage's busy and waiting time is measured (``--verbose`` prints it), and
+the CPU seconds of its own thread while busy, so a stage whose Python work competes with the
+compute for the cores (or the GIL) shows up as CPU, not only as wall time.
 
 >>> squares = []
 >>> stats = run_pipeline(range(5), lambda x: x * x, squares)
@@ -37,15 +39,18 @@ _POLL_S = 0.05  # how often a blocked stage looks whether another one has failed
 @dataclass
 class StageTime:
     """Seconds a stage spent working, and waiting on its neighbours (``waited_in``: for an item to
-    come, ``waited_out``: for room in the next queue).
+    come, ``waited_out``: for room in the next queue); ``cpu``: the CPU seconds of the stage's own
+    thread (threads, for compute lanes) while working (``time.thread_time``), without the work it
+    hands to other threads (Numba's pool, an encoder's worker threads).
 
-    >>> StageTime(busy=2.0).busy + StageTime().waited_in
+    >>> StageTime(busy=2.0).busy + StageTime().waited_in + StageTime().cpu
     2.0
     """
 
     busy: float = 0.0
     waited_in: float = 0.0
     waited_out: float = 0.0
+    cpu: float = 0.0
 
 
 @dataclass
@@ -53,7 +58,7 @@ class PipelineStats:
     """What :func:`run_pipeline` did: items through it, wall seconds, and each stage's times.
 
     >>> PipelineStats(items=2, wall=1.0).summary()
-    'read 0.00 s, compute 0.00 s, write 0.00 s busy in 1.00 s wall (2 items)'
+    'read 0.00 s, compute 0.00 s, write 0.00 s busy (CPU of their threads 0.00, 0.00, 0.00 s) in 1.00 s wall (2 items)'
     """
 
     items: int = 0
@@ -63,9 +68,10 @@ class PipelineStats:
     write: StageTime = field(default_factory=StageTime)
 
     def summary(self) -> str:
-        """One line: every stage's busy seconds and the wall time."""
+        """One line: every stage's busy seconds, its thread's CPU seconds and the wall time."""
         return (f"read {self.read.busy:.2f} s, compute {self.compute.busy:.2f} s, write {self.write.busy:.2f} s "
-                f"busy in {self.wall:.2f} s wall ({self.items} items)")
+                f"busy (CPU of their threads {self.read.cpu:.2f}, {self.compute.cpu:.2f}, {self.write.cpu:.2f} s) "
+                f"in {self.wall:.2f} s wall ({self.items} items)")
 
 
 class _Failure:
@@ -172,8 +178,10 @@ def _compute(compute: Callable[[T], U], inbox: "_Channel[T]", outbox: "_Channel[
         timing.waited_in += now - mark
         if item is _END:
             break
+        cpu = time.thread_time()
         result = compute(item)
         mark = time.perf_counter()
+        timing.cpu += time.thread_time() - cpu
         timing.busy += mark - now
         stats.items += 1
         if not outbox.put(result):
@@ -207,11 +215,13 @@ def _compute_lanes(compute: Callable[[T], U], inbox: "_Channel[T]", outbox: "_Ch
                             return
                         place = state["taken"]
                         state["taken"] += 1
-                    now = time.perf_counter()
+                    now, cpu = time.perf_counter(), time.thread_time()
                     result = compute(item)
+                    cpu = time.thread_time() - cpu
                     with order:
                         stats.compute.waited_in += now - mark
                         stats.compute.busy += time.perf_counter() - now
+                        stats.compute.cpu += cpu
                         stats.items += 1
                         done[place] = result
                         while state["next"] in done:  # in input order, whichever lane finished
@@ -234,7 +244,7 @@ def _compute_lanes(compute: Callable[[T], U], inbox: "_Channel[T]", outbox: "_Ch
 def _read(items: Iterator[T], inbox: "_Channel[T]", failure: _Failure, timing: StageTime) -> None:
     try:
         while not failure.stop.is_set():
-            mark = time.perf_counter()
+            mark, cpu = time.perf_counter(), time.thread_time()
             try:
                 item = next(items)
             except StopIteration:
@@ -242,6 +252,7 @@ def _read(items: Iterator[T], inbox: "_Channel[T]", failure: _Failure, timing: S
                 return
             now = time.perf_counter()
             timing.busy += now - mark
+            timing.cpu += time.thread_time() - cpu
             if not inbox.put(item):
                 return
             timing.waited_out += time.perf_counter() - now
@@ -265,8 +276,10 @@ def _write(sink: Callable[[U], Any], outbox: "_Channel[U]", failure: _Failure, t
             timing.waited_in += now - mark
             if result is _END:
                 return
+            cpu = time.thread_time()
             sink(result)
             timing.busy += time.perf_counter() - now
+            timing.cpu += time.thread_time() - cpu
     except BaseException as exc:
         failure.record(exc)
 

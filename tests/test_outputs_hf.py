@@ -3,6 +3,7 @@ and gpu_text.integrations.hf.batched_encoder under Dataset.map(batched=True)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -116,3 +117,26 @@ def test_batched_encoder_returns_arrays_not_lists():
         batched_encoder(tokenizer, column="body")({"text": DOCS})
     with pytest.raises(ValueError, match="returns must be"):
         batched_encoder(tokenizer, returns="lists")
+
+
+def test_arrow_outputs_do_not_import_pandas(tmp_path):
+    """The Arrow list columns of the Parquet and HF outputs are built from numpy buffers without
+    ``pa.array``, which imports pandas (CPU and the GIL, on a bulk job's writer thread)."""
+    require("pyarrow")
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, numpy as np, pyarrow.parquet as pq\n"
+        "from gpu_text.outputs.parquet import ParquetWriter\n"
+        "from gpu_text.ragged import RaggedArray\n"
+        "w = ParquetWriter(sys.argv[1], with_offsets=True)\n"
+        "spans = RaggedArray(np.array([0, 3, 7]), np.array([0, 2, 2, 3]))\n"
+        "w.write(RaggedArray(np.array([5, 6, 7], np.int32), np.array([0, 2, 2, 3])), spans, spans)\n"
+        "w.close()\n"
+        "print('pandas' in sys.modules, pq.read_table(sys.argv[1]).to_pylist())\n")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "o.parquet")], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ("False [{'ids': [5, 6], 'starts': [0, 3], 'ends': [0, 3]}, "
+                                   "{'ids': [], 'starts': [], 'ends': []}, {'ids': [7], 'starts': [7], 'ends': [7]}]")

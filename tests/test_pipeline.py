@@ -278,3 +278,33 @@ def test_lanes_keep_memory_bounded():
 def test_lanes_must_be_a_positive_integer():
     with pytest.raises(ValueError, match="lanes must be a positive integer"):
         run_pipeline([], lambda x: x, [], lanes=0)
+
+
+def _spin(seconds: float) -> None:
+    """Work on this thread's CPU for about ``seconds`` of its CPU time."""
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
+        pass
+
+
+@pytest.mark.parametrize("lanes", [1, 2])
+def test_stage_cpu_counts_the_stage_threads_own_work(lanes):
+    def items():
+        for i in range(4):
+            _spin(0.02)  # the reading works on the CPU
+            yield i
+
+    def compute(i):
+        _spin(0.02)
+        return i
+
+    def write(i):
+        time.sleep(0.03)  # the writing waits (a disk, another thread): busy, but no CPU of its own
+
+    stats = run_with_deadline(lambda: run_pipeline(items(), compute, write, lanes=lanes))
+    assert stats.items == 4
+    slack = 0.05  # thread_time's granularity on a loaded machine
+    for stage in (stats.read, stats.compute):
+        assert 4 * 0.02 <= stage.cpu <= stage.busy + slack
+    assert stats.write.busy >= 4 * 0.03 and stats.write.cpu < stats.write.busy / 2
+    assert "CPU of their threads" in stats.summary()

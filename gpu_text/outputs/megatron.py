@@ -114,7 +114,7 @@ class MegatronWriter:
             values, lengths = append_to_rows(values, lengths, self.eod_id)
         if lengths.size and int(lengths.max()) > _MAX_LENGTH:
             raise ValueError(f"a document of {int(lengths.max())} tokens is longer than an index entry holds")
-        self.bin.write(values.astype(self.dtype, copy=False).tobytes())
+        self.bin.write(memoryview(np.ascontiguousarray(values, self.dtype)))  # no bytes copy of the tokens
         present = lengths > 0
         self.lengths.write(lengths[present].astype("<i4").tobytes())
         self.document_index.write((self.sequences + np.cumsum(present, dtype=np.int64)).astype("<i8").tobytes())

@@ -21,11 +21,14 @@ import numpy as np
 
 
 class JobStats:
-    """Counts accumulated batch by batch (:meth:`add`), summed up by :meth:`summary`."""
+    """Counts accumulated batch by batch (:meth:`add`), summed up by :meth:`summary`; ``stages``:
+    the reading, encoding and writing times of the job's pipeline once it ran
+    (:class:`gpu_text.pipeline.PipelineStats`, what ``--verbose`` prints), not in the summary."""
 
     def __init__(self) -> None:
         self.documents = self.empty_documents = self.tokens = self.text_bytes = 0
         self.longest: dict[str, Any] = {"tokens": 0, "file": None, "document": None}
+        self.stages: Any = None
 
     def add(self, path: str, first: int, text_bytes: int, lengths: np.ndarray) -> None:
         """A batch of ``len(lengths)`` documents of ``path``, the first numbered ``first`` there,

@@ -87,6 +87,8 @@ def encode_documents(tokenizer: Any, inputs: Sequence[str | Path], write: Callab
     >>> stats = encode_documents(load_tokenizer(MODEL), [path], chunks.append, backend="cpu")
     >>> stats.documents, stats.tokens, [chunk.ids.to_pylist() for chunk in chunks]
     (2, 8, [[[1607, 1052, 1479, 1304, 321], [1493, 1491, 1474]]])
+    >>> stats.stages.items  # the pipeline's stage times (gpu_text.pipeline.PipelineStats)
+    1
     """
     from gpu_text.backend import get_backend
     from gpu_text.cli_helpers import failing_documents
@@ -118,8 +120,8 @@ def encode_documents(tokenizer: Any, inputs: Sequence[str | Path], write: Callab
         job.add(documents.path, documents.first, documents.batch.nbytes, encoded.ids.lengths)
         show_rates(progress, job.documents, job.tokens, time.perf_counter() - started)
 
-    run_pipeline(iter_documents(inputs, field, chunk_bytes, progress, format, max_document_bytes), encode, written,
-                 lanes=lanes, lane_context=lane_context)
+    job.stages = run_pipeline(iter_documents(inputs, field, chunk_bytes, progress, format, max_document_bytes),
+                              encode, written, lanes=lanes, lane_context=lane_context)
     return job
 
 
