@@ -14,7 +14,7 @@ from gpu_text.tokenizer.bpe import byte_piece
 from gpu_text.tokenizer.bytepiece import BytePieceModel
 from gpu_text.tokenizer.normalizer import Normalizer
 from gpu_text.tokenizer.pre_tokenizer import SPLIT_MODES, PreTokenizer
-from gpu_text.tokenizer.tokenizer import Encoding, Tokenizer
+from gpu_text.tokenizer.tokenizer import MODEL_FILE_METHODS, Encoding, Tokenizer
 
 
 class BytePiece(Tokenizer):
@@ -126,3 +126,6 @@ class BytePiece(Tokenizer):
 
 
 __all__ = ["BytePiece"]
+
+
+MODEL_FILE_METHODS["bytepiece"] = BytePiece  # Tokenizer.from_model_file (so gpu-text tokenize) loads these files

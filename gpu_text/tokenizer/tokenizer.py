@@ -42,6 +42,12 @@ class Encoding:
     ends: RaggedArray | None = None
 
 
+# model-file methods other than BPE ("sentencepiece") and the Tokenizer subclass that loads each;
+# filled by the subclasses' modules (gpu_text.tokenizer imports them all), so that this module
+# does not import them
+MODEL_FILE_METHODS: dict[str, Any] = {}
+
+
 class Tokenizer:
     """A BPE tokenizer pipeline.
 
@@ -311,10 +317,9 @@ class Tokenizer:
 
         spec = read_model_file(path)
         counter, pre = spec.counter, spec.pretokenizer
-        if counter.method == "bytepiece" and cls is Tokenizer:  # a lattice model, not merges
-            from gpu_text.tokenizer.bytepiece_tokenizer import BytePiece
-
-            return BytePiece.from_model_file(path, cn)
+        other = MODEL_FILE_METHODS.get(counter.method)
+        if other is not None and cls is Tokenizer:  # e.g. a BytePiece (lattice) model, not merges
+            return other.from_model_file(path, cn)
         model = BPEModel(spec.pieces.pieces, spec.pieces.scores, spec.pieces.types, unk_id=counter.unk_id)
         normalizer = Normalizer(pre.name, space=pre.space, reconstruct=pre.reconstruct)
         if not 0 <= pre.cut < len(SPLIT_MODES):
