@@ -20,10 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from gpu_text.arrays import to_host
 from gpu_text.backend import Backend, get_backend
 from gpu_text.ragged import row_ids
-from gpu_text.tokenizer.bpe import EncodedPreTokens, PieceType, byte_piece, piece_problem, shown_piece, \
+from gpu_text.tokenizer.bpe import BPEModel, EncodedPreTokens, PieceType, byte_piece, piece_problem, shown_piece, \
     special_id_problem
 from gpu_text.trie import DoubleArrayTrie
 
@@ -175,16 +174,6 @@ class BytePieceModel:
                            ids[rows]).astype(xp.int32)
         return EncodedPreTokens(out_ids, out_starts, out_ends, out_offsets[token_offsets])
 
-    def encode_strings(self, pre_tokens: Sequence[str], backend: str | Backend | None = "cpu") -> list[list[int]]:
-        """Each string encoded as one pre-token (for tests and examples).
-
-        >>> BytePieceModel(["<unk>", "x"], [0.0, 1.0], [2, 1]).encode_strings(["xy"])
-        [[1, 0]]
-        """
-        raw = [s.encode("utf-8", "surrogatepass") for s in pre_tokens]
-        ends = np.cumsum([len(r) for r in raw], dtype=np.int64)
-        starts = ends - np.array([len(r) for r in raw], np.int64)
-        encoded = self.encode_pre_tokens(np.frombuffer(b"".join(raw), np.uint8), starts, ends, backend)
-        ids, offsets = to_host(encoded.ids), to_host(encoded.offsets)
-        return [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
+    # each string encoded as one pre-token (for tests and examples), exactly as the BPE model does
+    encode_strings = BPEModel.encode_strings
 

@@ -14,7 +14,7 @@ from gpu_text.tokenizer.bpe import byte_piece
 from gpu_text.tokenizer.bytepiece import BytePieceModel
 from gpu_text.tokenizer.normalizer import Normalizer
 from gpu_text.tokenizer.pre_tokenizer import SPLIT_MODES, PreTokenizer
-from gpu_text.tokenizer.tokenizer import MODEL_FILE_METHODS, Encoding, Tokenizer
+from gpu_text.tokenizer.tokenizer import MODEL_FILE_METHODS, Encoding, Tokenizer, stages_of
 
 
 class BytePiece(Tokenizer):
@@ -85,14 +85,7 @@ class BytePiece(Tokenizer):
         spec = read_model_file(path)
         counter, pre = spec.counter, spec.pretokenizer
         model = BytePieceModel(spec.pieces.pieces, spec.pieces.scores, spec.pieces.types, unk_id=counter.unk_id)
-        normalizer = Normalizer(pre.name, space=pre.space, reconstruct=pre.reconstruct)
-        if not 0 <= pre.cut < len(SPLIT_MODES):
-            modes = ", ".join(f"{cut} {mode}" for cut, mode in enumerate(SPLIT_MODES))
-            raise ValueError(f"{path}: unknown pre-tokenizer cut={pre.cut} ({modes})")
-        split = SPLIT_MODES[pre.cut]
-        pre_tokenizer = PreTokenizer(split=split, digits="split" if pre.split_digits else "keep",
-                                     cn=cn if split != "whitespace" else None, space=pre.space)
-        tok = cls(model, normalizer, pre_tokenizer, counter.bos_id, counter.eos_id, counter.pad_id)
+        tok = cls(model, *stages_of(pre, path, cn), counter.bos_id, counter.eos_id, counter.pad_id)
         tok.counter_options = {"min_count": counter.min_count, "max_piece_size": counter.max_piece_size}
         return tok
 

@@ -42,6 +42,24 @@ class Encoding:
     ends: RaggedArray | None = None
 
 
+def stages_of(pre: Any, path: str | Path, cn: Any = None) -> tuple[Normalizer, PreTokenizer]:
+    """The normalizer and pre-tokenizer a model file's ``[PreTokenizerSpec]`` (``pre``) describes
+    (``cn``: the Chinese cutter, which the file does not keep); ``path`` names the file in errors.
+
+    >>> from gpu_text.tokenizer.model_file import PreTokenizerSpec
+    >>> normalizer, pre_tokenizer = stages_of(PreTokenizerSpec(cut=1), "m.txt")
+    >>> pre_tokenizer.split
+    'isolate'
+    """
+    if not 0 <= pre.cut < len(SPLIT_MODES):
+        modes = ", ".join(f"{cut} {mode}" for cut, mode in enumerate(SPLIT_MODES))
+        raise ValueError(f"{path}: unknown pre-tokenizer cut={pre.cut} ({modes})")
+    split = SPLIT_MODES[pre.cut]
+    normalizer = Normalizer(pre.name, space=pre.space, reconstruct=pre.reconstruct)
+    return normalizer, PreTokenizer(split=split, digits="split" if pre.split_digits else "keep",
+                                    cn=cn if split != "whitespace" else None, space=pre.space)
+
+
 # model-file methods other than BPE ("sentencepiece") and the Tokenizer subclass that loads each;
 # filled by the subclasses' modules (gpu_text.tokenizer imports them all), so that this module
 # does not import them
@@ -321,14 +339,7 @@ class Tokenizer:
         if other is not None and cls is Tokenizer:  # e.g. a BytePiece (lattice) model, not merges
             return other.from_model_file(path, cn)
         model = BPEModel(spec.pieces.pieces, spec.pieces.scores, spec.pieces.types, unk_id=counter.unk_id)
-        normalizer = Normalizer(pre.name, space=pre.space, reconstruct=pre.reconstruct)
-        if not 0 <= pre.cut < len(SPLIT_MODES):
-            modes = ", ".join(f"{cut} {mode}" for cut, mode in enumerate(SPLIT_MODES))
-            raise ValueError(f"{path}: unknown pre-tokenizer cut={pre.cut} ({modes})")
-        split = SPLIT_MODES[pre.cut]
-        pre_tokenizer = PreTokenizer(split=split, digits="split" if pre.split_digits else "keep",
-                                     cn=cn if split != "whitespace" else None, space=pre.space)
-        return cls(model, normalizer, pre_tokenizer, counter.bos_id, counter.eos_id, counter.pad_id)
+        return cls(model, *stages_of(pre, path, cn), counter.bos_id, counter.eos_id, counter.pad_id)
 
     def save_model_file(self, path: str | Path) -> None:
         """Write the seed's text model format, which holds a shipped normalization rule without a
