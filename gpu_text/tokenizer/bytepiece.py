@@ -101,18 +101,8 @@ class BytePieceModel:
     def __len__(self) -> int:
         return len(self.pieces)
 
-    def check_special_ids(self, **ids: int) -> None:
-        """A ``ValueError`` unless each special id names a piece of the right type.
-
-        >>> BytePieceModel(["<unk>", "a"], [0.0, 1.0], [2, 1]).check_special_ids(bos_id=1)
-        Traceback (most recent call last):
-        ...
-        ValueError: bos_id=1 is piece 'a' of type NORMAL, not a CONTROL piece
-        """
-        for name, value in ids.items():
-            problem = special_id_problem(name, value, self.piece_bytes, self.types)
-            if problem is not None:
-                raise ValueError(problem)
+    # a ValueError unless each special id names a piece of the right type, as for BPE models
+    check_special_ids = BPEModel.check_special_ids
 
     def encode_pre_tokens(self, data: Any, starts: Any, ends: Any, backend: str | Backend | None = None
                           ) -> EncodedPreTokens:
