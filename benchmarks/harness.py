@@ -16,6 +16,8 @@ from gpu_text.timing import measure  # noqa: F401  (re-exported for the benchmar
 
 # every benchmark module, in the order they run (each has run(config) -> list[Measurement])
 BENCHMARKS = ["utf8_decode", "segment", "tokenize", "train_tokenizer", "crf", "word2vec", "lda", "training"]
+BENCHMARKS.append("unigram_encode")  # SentencePiece Unigram encode vs sentencepiece (issue 17)
+BENCHMARKS.append("bytepiece_train")  # BytePiece training vs the seed and bytepiece (issue 17)
 
 
 def cpu_thread_counts() -> Iterator[int]:

@@ -486,3 +486,23 @@ def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores,
     _emit_all(data, token_starts, token_ends, sources, byte_ids, np.int32(unk_id), length, pid, offsets, ids, starts,
               ends)
     return ids, starts, ends, offsets
+
+
+def bpe_encode_rows(data, offsets, marks, state, check, label, eow, scores, byte_ids, unk_id, tables):
+    """:func:`bpe_encode` of the texts ``data[offsets[r]:offsets[r + 1]]`` cut into pre-tokens where
+    ``marks`` (one per byte, ``pretokenize_marks``) is non-zero; returns the ids, their spans and the
+    ids' row offsets (one per text and the end).
+
+    >>> from gpu_text.tokenizer.bpe import BPEModel
+    >>> m = BPEModel(["<unk>", "a", "b", "ab"], [0.0, -1.0, -2.0, 0.0], [2, 1, 1, 1])
+    >>> data, marks = np.frombuffer(b"ababb", np.uint8), np.array([1, 0, 1, 0, 1], np.uint8)
+    >>> ids, _, _, rows = bpe_encode_rows(data, np.array([0, 4, 5]), marks, *m._trie_arrays("cpu"), m.scores,
+    ...                                   m.byte_ids, m.unk_id, m.merge_tables)
+    >>> ids.tolist(), rows.tolist()
+    ([3, 3, 2], [0, 2, 3])
+    """
+    starts = np.flatnonzero(marks).astype(np.int64)
+    ends = np.append(starts[1:], data.size).astype(np.int64)
+    ids, id_starts, id_ends, token_offsets = bpe_encode(data, starts, ends, state, check, label, eow, scores, byte_ids,
+                                                        unk_id, tables)
+    return ids, id_starts, id_ends, token_offsets[np.searchsorted(starts, offsets)]

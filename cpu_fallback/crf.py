@@ -11,7 +11,9 @@ p(y_{t-1} = a, y_t = b) = alpha[t-1, a] · M_t[a, b] · omega[t, b].
 
 Each sequence first gathers the emissions of all its tokens (the gold path's score on the way):
 the gathers are the random memory reads, and a loop of them alone keeps many in flight; the
-forward and backward recursions then run on values already in cache.
+forward and backward recursions then run on values already in cache. The CUDA twin splits that
+gather into a token-parallel kernel, whose twin here is :func:`emissions` (for the differential
+tests; training keeps the fused loop).
 
 Training's unigram gradient is scattered token by token on one thread, as CRFsuite does (ids are
 sorted by falling frequency, so the rows most tokens add to stay in cache); the other gradients
@@ -185,10 +187,21 @@ def _forward_backward(unigram, bigram, exp_bigram, seq_offsets, u_offsets, u_ids
 
 
 def forward_backward(unigram: np.ndarray, bigram: np.ndarray, seq_offsets: np.ndarray, u_offsets: np.ndarray,
-                     u_ids: np.ndarray, b_offsets: np.ndarray, b_ids: np.ndarray, labels: np.ndarray
+                     u_ids: np.ndarray, b_offsets: np.ndarray, b_ids: np.ndarray, labels: np.ndarray,
+                     exp_bigram: np.ndarray | None = None, order: np.ndarray | None = None
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(alpha, omega, marginals, log_z, gold_score) of every sequence; ``labels`` may be empty
-    (then gold_score is 0)."""
+    (then gold_score is 0). ``exp_bigram`` is exp(bigram) when the caller has it; ``order``
+    (:func:`sequence_order`) is the CUDA twin's and changes nothing here (the sequences are
+    independent; dynamic scheduling balances the threads).
+
+    >>> u_offsets, u_ids, none = np.array([0, 1, 2]), np.array([0, 1]), np.zeros(3, np.int64)
+    >>> unigram, bigram = np.array([[1.0, 0.0], [0.0, 1.0]]), np.zeros((1, 2, 2))
+    >>> _, _, marginals, log_z, gold = forward_backward(unigram, bigram, np.array([0, 2]), u_offsets, u_ids, none,
+    ...                                                 none[:0], np.array([0, 1], np.int32))
+    >>> marginals.round(3).tolist(), round(float(log_z[0] - gold[0]), 3)
+    ([[0.731, 0.269], [0.269, 0.731]], 0.627)
+    """
     n, n_labels = int(u_offsets.size - 1), unigram.shape[1]
     alpha = np.empty((n, n_labels))
     omega = np.empty((n, n_labels))
@@ -196,9 +209,66 @@ def forward_backward(unigram: np.ndarray, bigram: np.ndarray, seq_offsets: np.nd
     log_z = np.empty(seq_offsets.size - 1)
     gold = np.empty(seq_offsets.size - 1)
     with _pieces(SEQUENCES_PER_TASK):
-        _forward_backward(unigram, bigram, np.exp(bigram), seq_offsets, u_offsets, u_ids, b_offsets, b_ids, labels,
-                          alpha, omega, marginals, log_z, gold)
+        _forward_backward(unigram, bigram, np.exp(bigram) if exp_bigram is None else exp_bigram, seq_offsets,
+                          u_offsets, u_ids, b_offsets, b_ids, labels, alpha, omega, marginals, log_z, gold)
     return alpha, omega, marginals, log_z, gold
+
+
+def sequence_order(seq_offsets: np.ndarray) -> np.ndarray:
+    """The sequences longest first, equal lengths in index order (the CUDA twin's launch order).
+
+    >>> sequence_order(np.array([0, 1, 4, 5, 7])).tolist()
+    [1, 3, 0, 2]
+    """
+    return np.argsort(-np.diff(seq_offsets), kind="stable").astype(np.int64)
+
+
+@njit(parallel=True, **JIT)
+def _emissions(unigram, bigram, u_offsets, u_ids, b_offsets, b_ids, labels, psi, shift, gold_u, gold_b, repeat):
+    n_labels = unigram.shape[1]
+    has_labels = labels.size > 0
+    for t in prange(u_offsets.size - 1):
+        m = -np.inf
+        for y in range(n_labels):
+            e = 0.0
+            for k in range(u_offsets[t], u_offsets[t + 1]):
+                e += unigram[u_ids[k], y]
+            psi[t, y] = e
+            m = max(m, e)
+        for y in range(n_labels):
+            psi[t, y] = np.exp(psi[t, y] - m)
+        shift[t] = m
+        gu, gb = 0.0, 0.0
+        if has_labels:
+            for k in range(u_offsets[t], u_offsets[t + 1]):
+                gu += unigram[u_ids[k], labels[t]]
+            if t > 0:
+                for k in range(b_offsets[t], b_offsets[t + 1]):
+                    gb += bigram[b_ids[k], labels[t - 1], labels[t]]
+        gold_u[t], gold_b[t] = gu, gb
+        repeat[t] = t > 0 and _same_bigrams(b_offsets, b_ids, t, t - 1)
+
+
+def emissions(unigram: np.ndarray, bigram: np.ndarray, u_offsets: np.ndarray, u_ids: np.ndarray,
+              b_offsets: np.ndarray, b_ids: np.ndarray, labels: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The CUDA twin's token-parallel first pass of :func:`forward_backward` (which fuses it into
+    its sequence loop here): (psi, shift, gold_u, gold_b, repeat), psi[t] = exp(e_t - shift[t])
+    with shift[t] = max e_t, the gold path's unigram and transition terms of token t (0 without
+    labels; the transition term with labels[t-1] for every t > 0) and whether token t's bigram id
+    list is token t-1's.
+
+    >>> psi, shift, gu, gb, repeat = emissions(np.array([[0.0, 1.0]]), np.ones((1, 2, 2)), np.array([0, 1, 1]),
+    ...                                        np.array([0]), np.array([0, 1, 2]), np.array([0, 0]),
+    ...                                        np.array([1, 0], np.int32))
+    >>> psi.round(3).tolist(), shift.tolist(), gu.tolist(), gb.tolist(), repeat.tolist()
+    ([[0.368, 1.0], [1.0, 1.0]], [1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0, 1])
+    """
+    n, n_labels = int(u_offsets.size - 1), unigram.shape[1]
+    psi, shift, gold_u, gold_b = np.empty((n, n_labels)), np.empty(n), np.empty(n), np.empty(n)
+    repeat = np.empty(n, np.uint8)
+    _emissions(unigram, bigram, u_offsets, u_ids, b_offsets, b_ids, labels, psi, shift, gold_u, gold_b, repeat)
+    return psi, shift, gold_u, gold_b, repeat
 
 
 @njit(inline="always", **JIT)
@@ -367,9 +437,10 @@ def _bigram_partials(exp_bigram, alpha, omega, labels, b_offsets, b_ids, occ_tok
 def bigram_gradient(bigram: np.ndarray, alpha: np.ndarray, omega: np.ndarray, labels: np.ndarray,
                     b_offsets: np.ndarray, b_ids: np.ndarray, occ_tokens: np.ndarray, chunk_offsets: np.ndarray,
                     feature_chunks: np.ndarray, weights: np.ndarray | None = None, l2: float = 0.0,
-                    out: np.ndarray | None = None) -> np.ndarray:
+                    out: np.ndarray | None = None, exp_bigram: np.ndarray | None = None) -> np.ndarray:
     """Expected minus empirical counts of every bigram weight, (n_features, n_labels, n_labels),
-    plus ``l2 · weights`` when given, into ``out`` when given (as :func:`unigram_gradient`). Always
+    plus ``l2 · weights`` when given, into ``out`` when given (as :func:`unigram_gradient`);
+    ``exp_bigram`` is exp(bigram) when the caller has it. Always
     gathered from the transposed tables: the transition observation occurs at every token, and a
     token-order scatter into its one row is a chain of dependent additions (measured slower:
     42 ms against 28 ms an iteration on People's Daily, 385K characters)."""
@@ -377,7 +448,8 @@ def bigram_gradient(bigram: np.ndarray, alpha: np.ndarray, omega: np.ndarray, la
     shape = (int(feature_chunks.size - 1), n_labels * n_labels)
     partial = np.empty((chunk_offsets.size - 1, shape[1]))
     with _pieces(CHUNKS_PER_TASK), threads(threads_for(int(occ_tokens.size) * shape[1])):
-        _bigram_partials(np.exp(bigram), alpha, omega, labels, b_offsets, b_ids, occ_tokens, chunk_offsets, partial)
+        _bigram_partials(np.exp(bigram) if exp_bigram is None else exp_bigram, alpha, omega, labels, b_offsets, b_ids,
+                         occ_tokens, chunk_offsets, partial)
     out = _output(out, shape)
     _reduce_chunks(partial, feature_chunks, _penalty(weights, shape), float(l2), out)
     return out.reshape(-1, n_labels, n_labels)

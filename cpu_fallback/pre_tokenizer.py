@@ -97,3 +97,19 @@ def pretokenize(data: np.ndarray, offsets: np.ndarray, dfa) -> tuple[np.ndarray,
     starts = np.flatnonzero(marks).astype(np.int64)
     return starts, (marks[starts] - 1).astype(np.uint8)
 
+
+
+def pretokenize_marks(data: np.ndarray, offsets: np.ndarray, dfa) -> np.ndarray:
+    """Per byte (uint8): 0, or at every pre-token start 1 + the symbol of its first character.
+
+    >>> from gpu_text.tokenizer.pre_tokenizer import PreTokenDFA
+    >>> data = np.frombuffer("ab▁c1".encode(), np.uint8)
+    >>> pretokenize_marks(data, np.array([0, 2, 7]), PreTokenDFA.compile("word")).tolist()
+    [4, 0, 2, 0, 0, 0, 3]
+    """
+    cuts = _cuts(data, offsets, dfa.joinable, np.uint32(dfa.space))
+    seg_starts = np.flatnonzero(cuts)
+    seg_ends = np.append(seg_starts[1:], data.size).astype(np.int64)
+    marks = np.zeros(data.size, np.uint8)
+    _scan(data, seg_starts, seg_ends, dfa.table, dfa.accepting, np.uint32(dfa.space), marks)
+    return marks

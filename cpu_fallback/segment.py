@@ -1,6 +1,6 @@
 """Numba twins of ``cuda/segment.cu``: DictCut's pre-split and Viterbi lattice, parallel over
-strings (pre-split) and over Han runs (Viterbi); and ``segment_rows``, CPU only, the whole
-segmentation of each row in one fused pass (see the section at the end)."""
+strings (pre-split) and over Han runs (Viterbi); and ``segment_rows``, the whole segmentation of
+each row in one fused pass (see the section at the end)."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -364,9 +364,10 @@ def _longest_match_span(data, begin, end, edge_starts, edge_ends, edge_values, e
 
 
 # ------------------------------------------------------- whole rows in one pass (CPU only)
-# ``segment_rows`` has no CUDA twin: on the GPU the stages above run as separate kernels, each over
-# the whole batch; on the CPU one pass per row (pre-split, trie walk and Viterbi fused, words
-# assembled) keeps no lattice, edge or per-token array in memory between stages.
+# On the CPU one pass per row (pre-split, trie walk and Viterbi fused, words assembled) keeps no
+# lattice, edge or per-token array in memory between stages. The CUDA twin (the segment_* kernels
+# at the end of cuda/segment.cu) works over the batch's bytes instead and cuts long runs into
+# pieces solved on separate threads; it gives the same words (its notes say why).
 
 
 @njit(**JIT)

@@ -120,12 +120,13 @@ def _decode_into(data, offsets, row_offsets, codepoints, positions):
 
 
 def utf8_decode(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Codepoints (uint32), their byte offsets within their string (int64), and row offsets."""
+    """Codepoints (uint32), their byte offsets within their string (int32 below 2 GiB of data,
+    else int64, as the CUDA kernels), and row offsets (int64)."""
     chars, _ = utf8_string_stats(data, offsets)
     row_offsets = np.zeros(chars.size + 1, np.int64)
     np.cumsum(chars, out=row_offsets[1:])
     codepoints = np.empty(row_offsets[-1], np.uint32)
-    positions = np.empty(row_offsets[-1], np.int64)
+    positions = np.empty(row_offsets[-1], np.int32 if data.size < 2**31 else np.int64)
     _decode_into(data, offsets, row_offsets, codepoints, positions)
     return codepoints, positions, row_offsets
 

@@ -9,11 +9,17 @@
 // id). One thread per short pre-token; the linked list, symbol ids and heap live in global scratch
 // indexed by the pre-token's byte positions (heap: 3 slots per byte, enough for every push).
 // Pass 1 (bpe_merge) merges and counts tokens, pass 2 (bpe_emit) writes ids and byte spans.
-// Pre-tokens longer than `long_bytes` are left to a block each (bpe_merge_long, bpe_emit_long).
+// Pre-tokens longer than `warp_bytes` (and at most WARP_MAX_BYTES) are left to a warp each
+// (bpe_merge_warp: the symbols in shared memory, the best pair by a warp max-reduce), those longer
+// than `long_bytes` to a block each (bpe_merge_long, and bpe_emit's blocks after the short ones).
+// The pre-tokens come as start/end arrays or, for whole texts (bpe_pre_tokens), from per-byte marks
+// whose count stays on the device: the grids are then sized by the byte count, which bounds it.
 #include "utf8.cuh"
 #include "merge_tables.cuh"
+#include "step_counter.cuh"
 
 #define INT_MIN_VALUE (-2147483647 - 1)
+#define WARP_MAX_BYTES 512  // the longest pre-token a warp merges (bpe_merge_warp)
 
 struct Model {
     HashTable chars, merges, joins;
@@ -109,17 +115,59 @@ __device__ __forceinline__ int tokens_at(const Model& m, const int* len, const i
     {{char_keys, char_ids, char_size}, {merge_keys, merge_ids, merge_size}, {join_keys, nullptr, join_size}, \
      bmp_ids, n_pieces, scores, byte_ids, unk_id}
 
+// The number of pre-tokens: n_tokens (an upper bound, the grid's size) or, when has_found, the
+// count the device holds at *n_found (pre-tokens found on the device; threads past it idle).
+__device__ __forceinline__ i64 tokens_found(i64 n_tokens, const i64* n_found, int has_found) {
+    return has_found ? min(*n_found, n_tokens) : n_tokens;
+}
+
+// Pre-tokens from per-byte marks (non-zero at every start; each one ends where the next starts, the
+// last at the end of the data): rank is the inclusive sum of (marks != 0). Threads r <= n_rows
+// write row_first[r], the number of pre-tokens before text row r (row_starts: the texts' byte
+// offsets). Also zeroes the counts of long and medium pre-tokens and writes the count of pre-tokens.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+bpe_pre_tokens(const u8* __restrict__ marks, const i64* __restrict__ rank, i64 n_bytes,
+               const i64* __restrict__ row_starts, i64 n_rows, i64* __restrict__ token_starts,
+               i64* __restrict__ token_ends, i64* __restrict__ row_first, unsigned long long* __restrict__ n_long,
+               i64* __restrict__ n_found) {
+    const i64 p = global_thread_index();
+    if (p == 0) {
+        n_long[0] = n_long[1] = 0;
+        *n_found = n_bytes > 0 ? rank[n_bytes - 1] : 0;
+    }
+    if (p <= n_rows) row_first[p] = row_starts[p] > 0 ? rank[row_starts[p] - 1] : 0;
+    if (p >= n_bytes || marks[p] == 0) return;
+    const i64 k = rank[p] - 1;
+    token_starts[k] = p;
+    if (k > 0) token_ends[k - 1] = p;
+    if (k == rank[n_bytes - 1] - 1) token_ends[k] = n_bytes;
+}
+
+// Short pre-tokens: a thread each; a long one is appended to long_list (n_long[0], zeroed before)
+// for bpe_merge_long, a medium one (more than warp_bytes, at most WARP_MAX_BYTES) to medium_list
+// (n_long[1]) for bpe_merge_warp. counts[t] = 0 for the idle threads past the pre-tokens found.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 bpe_merge(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
-          i64 n_tokens, GT_MODEL_PARAMS, int* __restrict__ sym_len, int* __restrict__ sym_next,
-          int* __restrict__ sym_prev, int* __restrict__ sym_id, float* __restrict__ heap_score,
-          int* __restrict__ heap_left, int* __restrict__ heap_size, i64 long_bytes, i64* __restrict__ counts) {
+          i64 n_tokens, const i64* __restrict__ n_found, int has_found, GT_MODEL_PARAMS, int* __restrict__ sym_len,
+          int* __restrict__ sym_next, int* __restrict__ sym_prev, int* __restrict__ sym_id,
+          float* __restrict__ heap_score, int* __restrict__ heap_left, int* __restrict__ heap_size, i64 long_bytes,
+          i64* __restrict__ counts, unsigned long long* __restrict__ n_long, i64* __restrict__ long_list,
+          i64* __restrict__ out_offsets, i64 warp_bytes, i64* __restrict__ medium_list) {
     const i64 t = global_thread_index();
+    if (t == 0) out_offsets[0] = 0;  // the scan of the counts writes the rest
     if (t >= n_tokens) return;
+    if (t >= tokens_found(n_tokens, n_found, has_found)) { counts[t] = 0; return; }
     const Model m = GT_MODEL;
     const i64 begin = token_starts[t], end = token_ends[t];
     const int n = (int)(end - begin);
-    if (n > long_bytes) return;
+    if (n > long_bytes) {
+        long_list[atomicAdd(n_long, 1ull)] = t;
+        return;
+    }
+    if (n > warp_bytes && n <= WARP_MAX_BYTES) {  // n_long[1] counts the medium pre-tokens
+        medium_list[atomicAdd(n_long + 1, 1ull)] = t;
+        return;
+    }
     int* len = sym_len + begin;
     int* next = sym_next + begin;
     int* prev = sym_prev + begin;
@@ -184,29 +232,113 @@ __device__ __forceinline__ i64 unknown_run_end(const Model& m, const int* len, c
     return stop;
 }
 
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-bpe_emit(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
-         i64 n_tokens, GT_MODEL_PARAMS, const int* __restrict__ sym_len, const int* __restrict__ sym_next,
-         const int* __restrict__ sym_id, const i64* __restrict__ out_offsets, i64 long_bytes, int* __restrict__ ids,
-         i64* __restrict__ id_starts, i64* __restrict__ id_ends) {
-    const i64 t = global_thread_index();
-    if (t >= n_tokens) return;
+
+// ---------------------------------------------------------------------------------------------
+// Medium pre-tokens (more than `warp_bytes`, at most WARP_MAX_BYTES): a warp each, its symbol list
+// in shared memory. Each step the lanes scan the symbols for the best pair (score, then leftmost,
+// the heap's order: the heap's best valid entry is the best current adjacent pair), a max-reduce
+// over the warp picks it and lane 0 merges it and rescores its two neighbour pairs. Per lane:
+// (merges + 1) * WARP_MAX_BYTES / 32 steps of the scan; then the final list goes to the global
+// arrays in bpe_emit's layout.
+
+#define WARP_BLOCK 128
+#define WARP_BLOCK_WARPS (WARP_BLOCK / 32)
+#define NO_PAIR __int_as_float((int)0xff800000u)  // -infinity: every piece's score is finite
+
+struct WarpSymbols {
+    int id[WARP_MAX_BYTES];       // symbol id at each symbol start
+    float score[WARP_MAX_BYTES];  // score of merging the symbol with the next one, or NO_PAIR
+    short len[WARP_MAX_BYTES];    // byte length at a symbol start, 0 inside a symbol
+    short prev[WARP_MAX_BYTES];   // the previous symbol start, -1 at the first (the next is p + len)
+};
+
+// The symbol after the one at p (n: the pre-token's length), or -1.
+__device__ __forceinline__ int warp_next(const WarpSymbols& s, int p, int n) {
+    return p + s.len[p] < n ? p + s.len[p] : -1;
+}
+
+// The score of the pair starting at symbol p (NO_PAIR when it does not merge or p is the last).
+__device__ __forceinline__ float warp_pair_score(const Model& m, const WarpSymbols& s, int p, int n) {
+    const int q = p >= 0 ? warp_next(s, p, n) : -1;
+    if (q < 0) return NO_PAIR;
+    const int merged = merge_of(m, s.id[p], s.id[q]);
+    return merged >= 0 ? m.scores[merged] : NO_PAIR;
+}
+
+// Launch bounds for 8 blocks of 24 KiB per SM: half its threads.
+extern "C" __global__ void __launch_bounds__(WARP_BLOCK, 8)
+bpe_merge_warp(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
+               const i64* __restrict__ medium_list, const unsigned long long* __restrict__ n_medium, GT_MODEL_PARAMS,
+               int* __restrict__ sym_len, int* __restrict__ sym_next, int* __restrict__ sym_prev,
+               int* __restrict__ sym_id, i64* __restrict__ counts) {
+    __shared__ WarpSymbols shared[WARP_BLOCK_WARPS];
+    const int lane = (int)(threadIdx.x & 31u);
+    WarpSymbols& s = shared[threadIdx.x >> 5];
     const Model m = GT_MODEL;
-    const i64 begin = token_starts[t], end = token_ends[t];
-    const int n = (int)(end - begin);
-    if (n > long_bytes) return;
-    const int* len = sym_len + begin;
-    const int* next = sym_next + begin;
-    const int* id = sym_id + begin;
-    i64 out = out_offsets[t];
-    bool prev_unk = false;
-    for (int p = 0; p < n; p = next[p] >= 0 ? next[p] : n) {
-        const bool unk = piece_of(m, id[p]) < 0 && m.byte_ids[0] < 0;
-        if (!(unk && prev_unk)) {
-            const i64 run_end = unk ? begin + unknown_run_end(m, len, next, id, p) : 0;
-            out = emit_symbol(m, data, begin + p, len[p], id[p], run_end, out, ids, id_starts, id_ends);
+    const i64 stride = (i64)gridDim.x * WARP_BLOCK_WARPS;
+    for (i64 item = (i64)blockIdx.x * WARP_BLOCK_WARPS + (threadIdx.x >> 5); item < (i64)*n_medium; item += stride) {
+        const i64 t = medium_list[item];
+        const i64 begin = token_starts[t];
+        const int n = (int)(token_ends[t] - begin);
+        // one symbol per character (starts decided locally, as for the long pre-tokens)
+        for (int p = lane; p < n; p += 32) {
+            s.len[p] = 0;
+            if (!utf8_starts_char(data, begin + p, begin, begin + n)) continue;
+            int q = p + 1;
+            while (q < n && !utf8_starts_char(data, begin + q, begin, begin + n)) ++q;
+            int width;
+            s.id[p] = char_symbol(m, data + begin + p, n - p, &width);
+            s.len[p] = (short)(q - p);
+            if (p == 0) s.prev[0] = -1;
         }
-        prev_unk = unk;
+        __syncwarp();
+        for (int p = lane; p < n; p += 32)
+            if (s.len[p] > 0 && p + s.len[p] < n) s.prev[p + s.len[p]] = (short)p;
+        __syncwarp();
+        for (int p = lane; p < n; p += 32)
+            if (s.len[p] > 0) s.score[p] = warp_pair_score(m, s, p, n);
+        __syncwarp();
+        for (;;) {
+            GT_STEP();
+            float best = NO_PAIR;
+            int at = WARP_MAX_BYTES;
+            for (int p = lane; p < n; p += 32)
+                if (s.len[p] > 0 && s.score[p] > best) { best = s.score[p]; at = p; }  // leftmost of the lane's
+            for (int delta = 16; delta > 0; delta >>= 1) {
+                const float other = __shfl_xor_sync(0xffffffffu, best, delta);
+                const int other_at = __shfl_xor_sync(0xffffffffu, at, delta);
+                if (other > best || (other == best && other_at < at)) { best = other; at = other_at; }
+            }
+            if (best == NO_PAIR) break;
+            if (lane == 0) {
+                const int q = at + s.len[at];
+                s.id[at] = merge_of(m, s.id[at], s.id[q]);
+                s.len[at] = (short)(s.len[at] + s.len[q]);
+                s.len[q] = 0;
+                if (at + s.len[at] < n) s.prev[at + s.len[at]] = (short)at;
+                s.score[at] = warp_pair_score(m, s, at, n);
+                if (s.prev[at] >= 0) s.score[s.prev[at]] = warp_pair_score(m, s, s.prev[at], n);
+            }
+            __syncwarp();
+        }
+        int* len = sym_len + begin;
+        int* next = sym_next + begin;
+        int* prev = sym_prev + begin;
+        int* id = sym_id + begin;
+        for (int p = lane; p < n; p += 32) {
+            len[p] = s.len[p];
+            if (s.len[p] == 0) continue;
+            next[p] = warp_next(s, p, n);
+            prev[p] = s.prev[p];
+            id[p] = s.id[p];
+        }
+        __syncwarp();
+        i64 tokens = 0;
+        for (int p = lane; p < n; p += 32)
+            if (s.len[p] > 0) tokens += tokens_at(m, len, prev, id, p);
+        for (int delta = 16; delta > 0; delta >>= 1) tokens += __shfl_xor_sync(0xffffffffu, tokens, delta);
+        if (lane == 0) counts[t] = tokens;
+        __syncwarp();  // the shared list is reused by the warp's next pre-token
     }
 }
 
@@ -223,7 +355,8 @@ bpe_emit(const u8* __restrict__ data, const i64* __restrict__ token_starts, cons
 // such merge and the next round starts from there. Natural text has short parts and finishes in
 // as many rounds as its longest part has merges; "aaaa..." in as many as its pieces have levels.
 //
-// Scratch (global memory, `work`): LONG_ARRAYS int arrays of the pre-token's byte length.
+// Scratch (global memory, `work`): LONG_ARRAYS int arrays of the data's size, a pre-token's share of
+// each at its own byte positions.
 
 #define LONG_ARRAYS 10
 
@@ -372,18 +505,17 @@ __device__ int long_merge(int m, int cur, const LongScratch& s, i64* scan_scratc
     return (int)total;
 }
 
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-bpe_merge_long(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
-               const i64* __restrict__ long_tokens, const i64* __restrict__ work_at, i64 work_size, int* work,
-               float* pair_score, GT_MODEL_PARAMS, int* sym_len, int* sym_next, int* sym_prev, int* sym_id,
-               i64* __restrict__ counts) {
-    __shared__ i64 scan_scratch[GT_WARPS];
-    __shared__ int chunk_trail[GT_BLOCK], chunk_whole[GT_BLOCK];
-    const i64 t = long_tokens[blockIdx.x];
+// Long pre-token t merged by the whole block. Not inlined into the grid-stride loop of
+// bpe_merge_long: called, it keeps its registers to itself (inlined, the loop spills).
+__device__ __noinline__ void merge_long_pre_token(i64 t, const u8* data, const i64* token_starts,
+                                                  const i64* token_ends, i64 work_size, int* work, float* pair_score,
+                                                  GT_MODEL_PARAMS, int* sym_len, int* sym_next, int* sym_prev,
+                                                  int* sym_id, i64* counts, i64* scan_scratch, int* chunk_trail,
+                                                  int* chunk_whole) {
+    const Model model = GT_MODEL;
     const i64 begin = token_starts[t];
     const int n = (int)(token_ends[t] - begin);
-    const Model model = GT_MODEL;
-    int* w = work + work_at[blockIdx.x];
+    int* w = work + begin;
     LongScratch s;
     for (int b = 0; b < 2; ++b) {
         s.start[b] = w + (0 + b) * work_size;
@@ -394,7 +526,7 @@ bpe_merge_long(const u8* __restrict__ data, const i64* __restrict__ token_starts
     s.chosen = w + 7 * work_size;
     s.best = w + 8 * work_size;
     s.cut = w + 9 * work_size;
-    s.score = pair_score + work_at[blockIdx.x];
+    s.score = pair_score + begin;
 
     int m = long_symbols(data, begin, n, model, s, scan_scratch);
     const int n_parts = s.part[0][m - 1] + 1;
@@ -425,34 +557,95 @@ bpe_merge_long(const u8* __restrict__ data, const i64* __restrict__ token_starts
     for (int k = threadIdx.x; k < m; k += GT_BLOCK) tokens += tokens_at(model, len, prev, id, s.start[cur][k]);
     tokens = block_sum(tokens, scan_scratch);
     if (threadIdx.x == 0) counts[t] = tokens;
+    __syncthreads();  // the shared scratch is reused by the block's next pre-token
 }
 
+// The long pre-tokens of long_list (*n_long of them), a block each in turn (grid-stride: the
+// host does not know how many there are). Scratch: LONG_ARRAYS arrays of work_size ints (the
+// data's size), a pre-token's share of each at its own byte positions.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-bpe_emit_long(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
-              const i64* __restrict__ long_tokens, GT_MODEL_PARAMS, const int* __restrict__ sym_len,
-              const int* __restrict__ sym_next, const int* __restrict__ sym_prev, const int* __restrict__ sym_id,
-              const i64* __restrict__ out_offsets, int* __restrict__ ids, i64* __restrict__ id_starts,
-              i64* __restrict__ id_ends) {
+bpe_merge_long(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
+               const i64* __restrict__ long_list, const unsigned long long* __restrict__ n_long, i64 work_size,
+               int* work, float* pair_score, GT_MODEL_PARAMS, int* sym_len, int* sym_next, int* sym_prev, int* sym_id,
+               i64* __restrict__ counts) {
     __shared__ i64 scan_scratch[GT_WARPS];
-    const i64 t = long_tokens[blockIdx.x];
-    const i64 begin = token_starts[t];
-    const int n = (int)(token_ends[t] - begin);
-    const Model model = GT_MODEL;
+    __shared__ int chunk_trail[GT_BLOCK], chunk_whole[GT_BLOCK];
+    for (i64 item = blockIdx.x; item < (i64)*n_long; item += gridDim.x)
+        merge_long_pre_token(long_list[item], data, token_starts, token_ends, work_size, work, pair_score, char_keys,
+                             char_ids, char_size, bmp_ids, merge_keys, merge_ids, merge_size, join_keys, join_size,
+                             n_pieces, scores, byte_ids, unk_id, sym_len, sym_next, sym_prev, sym_id, counts,
+                             scan_scratch, chunk_trail, chunk_whole);
+}
+
+// The ids and spans of the long pre-tokens of long_list, block `block` of `n_blocks` taking every
+// n_blocks-th in turn (bpe_emit's blocks past its short pre-tokens).
+__device__ void emit_long_pre_tokens(i64 block, i64 n_blocks, const u8* data, const i64* token_starts,
+                                     const i64* token_ends, const i64* long_list, const unsigned long long* n_long,
+                                     const Model& model, const int* sym_len, const int* sym_next, const int* sym_prev,
+                                     const int* sym_id, const i64* out_offsets, int* ids, i64* id_starts,
+                                     i64* id_ends, i64* scan_scratch) {
+    for (i64 item = block; item < (i64)*n_long; item += n_blocks) {
+        const i64 t = long_list[item];
+        const i64 begin = token_starts[t];
+        const int n = (int)(token_ends[t] - begin);
+        const int* len = sym_len + begin;
+        const int* next = sym_next + begin;
+        const int* prev = sym_prev + begin;
+        const int* id = sym_id + begin;
+        i64 lo, hi, total;
+        thread_chunk(n, &lo, &hi);
+        i64 count = 0;
+        for (i64 i = lo; i < hi; ++i)
+            if (len[i] > 0) count += tokens_at(model, len, prev, id, (int)i);
+        i64 out = out_offsets[t] + block_exclusive_scan(count, scan_scratch, &total);
+        for (i64 i = lo; i < hi; ++i) {
+            if (len[i] == 0) continue;
+            const bool unk = piece_of(model, id[i]) < 0 && model.byte_ids[0] < 0;
+            if (unk && prev[i] >= 0 && piece_of(model, id[prev[i]]) < 0) continue;  // inside an unknown run
+            const i64 run_end = unk ? begin + unknown_run_end(model, len, next, id, (int)i) : 0;
+            out = emit_symbol(model, data, begin + i, len[i], id[i], run_end, out, ids, id_starts, id_ends);
+        }
+    }
+}
+
+// Ids and spans of the short and medium pre-tokens, a thread each in the first short_blocks
+// blocks; the blocks after them take the long ones (emit_long_pre_tokens). Threads r <= n_rows
+// also write row_offsets[r], the first id of text row r (row_first as in bpe_pre_tokens; n_rows =
+// -1 when there are no rows).
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+bpe_emit(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
+         i64 n_tokens, const i64* __restrict__ n_found, int has_found, GT_MODEL_PARAMS,
+         const int* __restrict__ sym_len, const int* __restrict__ sym_next, const int* __restrict__ sym_id,
+         const i64* __restrict__ out_offsets, i64 long_bytes, int* __restrict__ ids, i64* __restrict__ id_starts,
+         i64* __restrict__ id_ends, const i64* __restrict__ row_first, i64 n_rows, i64* __restrict__ row_offsets,
+         i64 short_blocks, const i64* __restrict__ long_list, const unsigned long long* __restrict__ n_long,
+         const int* __restrict__ sym_prev) {
+    __shared__ i64 scan_scratch[GT_WARPS];
+    if (blockIdx.x >= short_blocks) {  // the whole block takes this branch: it synchronises inside
+        const Model model = GT_MODEL;
+        emit_long_pre_tokens(blockIdx.x - short_blocks, gridDim.x - short_blocks, data, token_starts, token_ends,
+                             long_list, n_long, model, sym_len, sym_next, sym_prev, sym_id, out_offsets, ids,
+                             id_starts, id_ends, scan_scratch);
+        return;
+    }
+    const i64 t = global_thread_index();
+    if (t <= n_rows) row_offsets[t] = out_offsets[row_first[t]];
+    if (t >= tokens_found(n_tokens, n_found, has_found)) return;
+    const Model m = GT_MODEL;
+    const i64 begin = token_starts[t], end = token_ends[t];
+    const int n = (int)(end - begin);
+    if (n > long_bytes) return;
     const int* len = sym_len + begin;
     const int* next = sym_next + begin;
-    const int* prev = sym_prev + begin;
     const int* id = sym_id + begin;
-    i64 lo, hi, total;
-    thread_chunk(n, &lo, &hi);
-    i64 count = 0;
-    for (i64 i = lo; i < hi; ++i)
-        if (len[i] > 0) count += tokens_at(model, len, prev, id, (int)i);
-    i64 out = out_offsets[t] + block_exclusive_scan(count, scan_scratch, &total);
-    for (i64 i = lo; i < hi; ++i) {
-        if (len[i] == 0) continue;
-        const bool unk = piece_of(model, id[i]) < 0 && model.byte_ids[0] < 0;
-        if (unk && prev[i] >= 0 && piece_of(model, id[prev[i]]) < 0) continue;  // inside an unknown run
-        const i64 run_end = unk ? begin + unknown_run_end(model, len, next, id, (int)i) : 0;
-        out = emit_symbol(model, data, begin + i, len[i], id[i], run_end, out, ids, id_starts, id_ends);
+    i64 out = out_offsets[t];
+    bool prev_unk = false;
+    for (int p = 0; p < n; p = next[p] >= 0 ? next[p] : n) {
+        const bool unk = piece_of(m, id[p]) < 0 && m.byte_ids[0] < 0;
+        if (!(unk && prev_unk)) {
+            const i64 run_end = unk ? begin + unknown_run_end(m, len, next, id, p) : 0;
+            out = emit_symbol(m, data, begin + p, len[p], id[p], run_end, out, ids, id_starts, id_ends);
+        }
+        prev_unk = unk;
     }
 }

@@ -8,9 +8,13 @@
 //                    takes (a match starts where the previous one ended, which no thread can know
 //                    locally: speculative walks per chunk, joined; see "the walk, in chunks") and,
 //                    per step, how many leading spaces to drop and how many bytes it emits.
+//   normalize_trim_steps  one thread per byte (when collapsing): strips trailing space symbols
+//                    from the counts, before the scan (see "trailing symbols").
 //   normalize_write  one thread per byte: writes the emitted bytes of the step starting there at
-//                    its place from the host's exclusive scan of the counts.
-//   normalize_trim   one thread per string: strips trailing space symbols; the host packs rows.
+//                    its place from the exclusive scan of the counts; in the packed layout it also
+//                    writes every row's offset and alignment end entry, so the output is final.
+//   normalize_trim   one thread per string: strips trailing space symbols from written rows,
+//                    only when the counts could not be trimmed exactly (then the host packs rows).
 // Counts live in "slots": slot offsets[r] + r is string r's dummy prefix, slot i + r + 1 is byte i
 // of string r, so one scan over the slots places everything, dummy prefixes included.
 #include "double_array.cuh"
@@ -42,10 +46,17 @@ extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 normalize_match(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                 const u8* __restrict__ eow, int trie_size, const u8* __restrict__ data,
                 const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes, int* __restrict__ steps,
-                int* __restrict__ sources) {
+                int* __restrict__ sources, i64* __restrict__ row_last, i64* __restrict__ counts,
+                int* __restrict__ drops) {
     const i64 t = global_thread_index();
+    // zero every count the emission may leave unwritten: thread r <= n_rows the dummy slot of row r
+    // (slot offsets[n_rows] + n_rows is the straddle flag after all slots), thread t byte t's slot
+    if (t <= n_rows) counts[offsets[t] + t] = 0;
+    if (t < n_rows) row_last[t] = -1;  // no step with output other than symbols seen yet
     if (t >= n_bytes) return;
-    const i64 end = offsets[string_of_byte(offsets, n_rows, t) + 1];
+    const i64 r = string_of_byte(offsets, n_rows, t), end = offsets[r + 1];
+    counts[t + r + 1] = 0;
+    drops[t] = 0;
     int pos = 0, length = 0, source = -1;
     for (i64 i = t; i < end; ++i) {  // at most the longest charsmap key
         GT_STEP();
@@ -196,11 +207,43 @@ normalize_chunk_resolve(const int* __restrict__ steps, const int* __restrict__ s
     }
 }
 
-// The emitted size and the leading spaces dropped of the step at i (string r), given *prev_space.
+// ---------------------------------------------------------------- trailing symbols
+// When collapsing, a row's output loses its trailing space symbols. That is settled on the counts,
+// before the scan, so that the rows come out packed: a step's emitted bytes, read backwards, are
+// whole copies of the symbol and then a rest. row_last[r] is the last step of row r with a rest
+// (atomicMax in the emit); the steps after it emit nothing, it keeps only its rest, and a row with
+// no such step loses its dummy prefix too. This equals stripping the written row, except when the
+// last rest is shorter than the symbol and ends like it (a copy could then straddle two steps,
+// which needs a symbol or charsmap targets that are not whole characters): the call is flagged and
+// the written rows are trimmed again by normalize_trim.
+#define TRAIL_REST 0      // the output has bytes before its trailing copies of the symbol
+#define TRAIL_ALL 1       // the output is only copies of the symbol
+#define TRAIL_STRADDLE 2  // the rest is shorter than the symbol and ends like it
+
+// What the emitted output of step o from target position a ends with; *whole gets the number of
+// whole trailing copies of the symbol. Per thread: the step's output bytes.
+__device__ __forceinline__ int trailing_symbols(const StepOutput& o, i64 a, const u8* targets, const u8* data,
+                                                const u8* symbol, int symbol_length, i64* whole) {
+    i64 matched = 0;
+    int k = 0;  // bytes of the current copy matched, from its end
+    for (i64 p = o.end - 1; p >= a; --p) {
+        const u8 b = o.at(p, targets, data);
+        for (int q = b == SPACE_BYTE ? symbol_length - 1 : 0; q >= 0; --q) {
+            const u8 out = b == SPACE_BYTE ? symbol[q] : b;
+            if (out != symbol[symbol_length - 1 - k]) { *whole = matched; return TRAIL_REST; }
+            if (++k == symbol_length) { ++matched; k = 0; }
+        }
+    }
+    *whole = matched;
+    return k == 0 ? TRAIL_ALL : TRAIL_STRADDLE;
+}
+
+// The emitted size and the leading spaces dropped of the step at i (string r), given *prev_space;
+// when collapsing, a step whose output is not only symbols raises row_last[r] to i.
 __device__ __forceinline__ void emit_step(const int* steps, const int* sources, const u8* targets,
                                           const i64* target_offsets, const u8* data, i64 i, i64 r, i64 begin,
-                                          int symbol_length, int collapse, int dummy, bool* prev_space,
-                                          i64* counts, int* drops) {
+                                          const u8* symbol, int symbol_length, int collapse, int dummy,
+                                          bool* prev_space, i64* counts, int* drops, i64* row_last) {
     const StepOutput o(sources[i], i, steps[i], target_offsets);
     // The dummy prefix goes before any string with a step other than one space (when collapsing;
     // else before any non-empty string); threads of one string may all write it.
@@ -214,6 +257,9 @@ __device__ __forceinline__ void emit_step(const int* steps, const int* sources, 
     counts[i + r + 1] = emitted;
     drops[i] = (int)(a - o.begin);
     *prev_space = collapse && o.at(o.end - 1, targets, data) == SPACE_BYTE;
+    i64 whole;
+    if (collapse && trailing_symbols(o, a, targets, data, symbol, symbol_length, &whole) != TRAIL_ALL)
+        atomicMax(&row_last[r], i);
 }
 
 // The space state entering chunk c of a continued string: that of the last chunk before c that
@@ -232,10 +278,13 @@ __device__ __forceinline__ bool state_entering(const i64* states, const i64* set
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 normalize_chunk_emit(const int* __restrict__ steps, const int* __restrict__ sources, const u8* __restrict__ targets,
                      const i64* __restrict__ target_offsets, const u8* __restrict__ data,
-                     const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes, i64 n_chunks, int symbol_length,
-                     int collapse, int dummy, const i64* __restrict__ entries, const i64* __restrict__ states,
-                     const i64* __restrict__ set_count, i64* __restrict__ counts, int* __restrict__ drops) {
+                     const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes, i64 n_chunks,
+                     const u8* __restrict__ symbol, int symbol_length, int collapse, int dummy,
+                     const i64* __restrict__ entries, const i64* __restrict__ states,
+                     const i64* __restrict__ set_count, i64* __restrict__ counts, int* __restrict__ drops,
+                     i64* __restrict__ row_last, i64* __restrict__ slot_offsets) {
     const i64 c = global_thread_index();
+    if (c == 0) slot_offsets[0] = 0;  // the scan writes the rest
     if (c >= n_chunks) return;
     const i64 begin = chunk_begin_of(c), stop = min(begin + NORMALIZE_CHUNK, n_bytes);
     for (i64 at = begin; at < stop;) {
@@ -244,38 +293,72 @@ normalize_chunk_emit(const int* __restrict__ steps, const int* __restrict__ sour
         bool prev_space = continued ? state_entering(states, set_count, c) : collapse != 0;
         for (i64 i = continued ? entries[c] : row_begin; i < min(row_end, stop); i += steps[i]) {
             GT_STEP();
-            emit_step(steps, sources, targets, target_offsets, data, i, r, row_begin, symbol_length, collapse, dummy,
-                      &prev_space, counts, drops);
+            emit_step(steps, sources, targets, target_offsets, data, i, r, row_begin, symbol, symbol_length, collapse,
+                      dummy, &prev_space, counts, drops, row_last);
         }
         at = row_end;
     }
 }
 
+// Per byte t: the counts of row r's steps after row_last[r] dropped, the trailing copies of the
+// symbol of the step at row_last[r] taken off (*straddle = 1 when its rest may end a copy that
+// began in an earlier step), the dummy prefix of a row with nothing left dropped.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+normalize_trim_steps(const int* __restrict__ steps, const int* __restrict__ sources, const u8* __restrict__ targets,
+                     const i64* __restrict__ target_offsets, const u8* __restrict__ data,
+                     const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes, const u8* __restrict__ symbol,
+                     int symbol_length, const int* __restrict__ drops, const i64* __restrict__ row_last,
+                     i64* __restrict__ counts, i64* __restrict__ straddle) {
+    const i64 t = global_thread_index();
+    if (t >= n_bytes) return;
+    const i64 r = string_of_byte(offsets, n_rows, t), begin = offsets[r], last = row_last[r], slot = t + r + 1;
+    if (t == begin && last < 0) counts[begin + r] = 0;
+    if (counts[slot] == 0 || t < last) return;
+    if (t > last) { counts[slot] = 0; return; }
+    const StepOutput o(sources[t], t, steps[t], target_offsets);
+    i64 whole;
+    if (trailing_symbols(o, o.begin + drops[t], targets, data, symbol, symbol_length, &whole) == TRAIL_STRADDLE)
+        *straddle = 1;
+    counts[slot] -= whole * symbol_length;
+}
+
+// Writes the counts[slot] bytes the step at t emits (fewer than its output when trimmed). Packed:
+// `align` is the final alignment (byte at + r of row r) and threads r <= n_rows also write the row
+// offsets and end entries; else `align` runs parallel to `out` and the host packs the rows.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 normalize_write(const int* __restrict__ steps, const int* __restrict__ sources, const u8* __restrict__ targets,
                 const i64* __restrict__ target_offsets, const u8* __restrict__ data, const i64* __restrict__ offsets,
                 i64 n_rows, i64 n_bytes, const u8* __restrict__ symbol, int symbol_length,
                 const i64* __restrict__ counts, const i64* __restrict__ slot_offsets, const int* __restrict__ drops,
-                u8* __restrict__ out, i64* __restrict__ align) {
+                int packed, int aligned, u8* __restrict__ out, i64* __restrict__ align,
+                i64* __restrict__ new_offsets) {
     const i64 t = global_thread_index();
+    if (packed && t <= n_rows) {
+        const i64 row_start = slot_offsets[offsets[t] + t];
+        new_offsets[t] = row_start;
+        if (aligned && t > 0) align[row_start + t - 1] = offsets[t] - offsets[t - 1];
+    }
     if (t >= n_bytes) return;
     const i64 r = string_of_byte(offsets, n_rows, t), begin = offsets[r];
+    const i64 shift = packed ? r : 0;  // where the alignment of output byte `at` goes
     if (t == begin && counts[begin + r] > 0) {  // the dummy prefix
         const i64 at = slot_offsets[begin + r];
-        for (int k = 0; k < symbol_length; ++k) { out[at + k] = symbol[k]; align[at + k] = 0; }
+        for (int k = 0; k < symbol_length; ++k) {
+            out[at + k] = symbol[k];
+            if (aligned) align[at + k + shift] = 0;
+        }
     }
     const i64 slot = t + r + 1;
     if (counts[slot] == 0) return;
     const StepOutput o(sources[t], t, steps[t], target_offsets);
     i64 at = slot_offsets[slot];
-    for (i64 p = o.begin + drops[t]; p < o.end; ++p) {
+    const i64 stop = at + counts[slot];
+    for (i64 p = o.begin + drops[t]; p < o.end && at < stop; ++p) {
         const u8 b = o.at(p, targets, data);
-        if (b == SPACE_BYTE) {
-            for (int k = 0; k < symbol_length; ++k) { out[at] = symbol[k]; align[at] = t - begin; ++at; }
-        } else {
-            out[at] = b;
-            align[at] = t - begin;
-            ++at;
+        const int n = b == SPACE_BYTE ? symbol_length : 1;
+        for (int k = 0; k < n && at < stop; ++k, ++at) {
+            out[at] = b == SPACE_BYTE ? symbol[k] : b;
+            if (aligned) align[at + shift] = t - begin;
         }
     }
 }

@@ -32,12 +32,14 @@ __device__ __forceinline__ int pt_symbol_at(const u8* data, i64 p, i64 end, u32 
     return c == GT_CLASS_SPACE ? PT_OTHER : (int)c;
 }
 
-// cuts[i] = 1 when byte i starts a string or a character that no match can join to the one before.
+// cuts[i] = 1 when byte i starts a string or a character that no match can join to the one before;
+// marks[i] = 0.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 pretokenize_cuts(const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_strings, i64 n_bytes,
-                 const u8* __restrict__ joinable, u32 space, u8* __restrict__ cuts) {
+                 const u8* __restrict__ joinable, u32 space, u8* __restrict__ cuts, u8* __restrict__ marks) {
     const i64 i = global_thread_index();
     if (i >= n_bytes) return;
+    marks[i] = 0;  // pretokenize_scan marks the starts
     const i64 s = string_of_byte(offsets, n_strings, i);
     const i64 begin = offsets[s], end = offsets[s + 1];
     u8 cut = 0;

@@ -8,25 +8,10 @@
 // (str.isspace, what re_skip_default's \s matches) is dropped, anything else stands alone.
 // Viterbi: one thread per Han run solves the best path backward over the run's byte positions
 // (edges from the prefix search, plus a one-character fallback edge), then emits its words.
-#include "utf8.cuh"
-
-#define GT_NEG_INF (-__longlong_as_double(0x7ff0000000000000LL))
-#define KIND_DROP 0
-#define KIND_START 1
-#define KIND_CONTINUE 2
-#define KIND_START_RUN 3  // a token the lattice cuts
-
-__device__ __forceinline__ bool jieba_block_char(u32 c) {
-    return (c >= 0x4E00u && c <= 0x9FD5u) || (c >= 0x61u && c <= 0x7Au) || (c >= 0x41u && c <= 0x5Au) ||
-           (c >= 0x30u && c <= 0x39u) || c == 0x2Bu || c == 0x23u || c == 0x26u || c == 0x2Eu || c == 0x5Fu ||
-           c == 0x25u || c == 0x2Du;
-}
-
-__device__ __forceinline__ bool python_space(u32 c) {
-    return (c >= 0x09u && c <= 0x0Du) || (c >= 0x1Cu && c <= 0x20u) || c == 0x85u || c == 0xA0u || c == 0x1680u ||
-           (c >= 0x2000u && c <= 0x200Au) || c == 0x2028u || c == 0x2029u || c == 0x202Fu || c == 0x205Fu ||
-           c == 0x3000u;
-}
+//
+// The segment_* kernels (the end of the file) are the whole segmentation of a batch fused into
+// seven kernels over its bytes (Segmenter.segment's CUDA path); their helpers are in segment_rows.cuh.
+#include "segment_rows.cuh"
 
 __device__ __forceinline__ u8 jieba_kind(const u32* codepoints, const u8* row_start, i64 k) {
     const u32 c = codepoints[k];
@@ -82,10 +67,6 @@ __device__ __forceinline__ i64 next_char_start(const u8* data, i64 p, i64 begin,
     i64 q = p + 1;
     while (q < end && !utf8_starts_char(data, q, begin, end)) ++q;
     return q;
-}
-
-__device__ __forceinline__ bool better(double score, double best, int jieba_mode) {
-    return jieba_mode ? score >= best : score > best;
 }
 
 // The best edge out of a character start p whose character ends at char_end. Dictionary edges
@@ -228,4 +209,295 @@ viterbi_loss(const u8* __restrict__ data, const i64* __restrict__ span_starts, c
                                      p == word_start ? word_end : -1, score_at, &best_end, &best_value);
     }
     losses[j] = route[0] - local[0];
+}
+
+// ------------------------------------------------------------ the fused batch segmentation
+// Segmenter.segment on the device (the Numba twin is segment_rows in cpu_fallback/segment.py, one
+// fused pass per row). No count is read back until the end; flags, path, piece and the scratch
+// rows are indexed by byte (runs are disjoint), so no per-run offsets are needed.
+//   segment_marks     one thread per byte: the pre-split of its character from its neighbours'
+//                     bytes (two characters back, two ahead); a non-lattice token marks its start
+//                     and end bytes, the first character of a lattice run appends the run to a list.
+//   segment_cuts      one thread per anchor (every chunk_bytes-th byte of the buffer): the first cut
+//                     point at or after the anchor inside the run holding it (a character start of
+//                     the run that no dictionary word crosses), found within one chunk, or -1.
+//   segment_pieces    one thread per piece: a piece starts at a run start or at an anchor's cut
+//                     point and ends at the next anchor's cut point or at the run's end. Every path
+//                     passes a cut point, so a piece is solved alone (backward Viterbi, the trie
+//                     walked from each character start, shortest word first: the prefix search's
+//                     order). A run's last piece has the tail score: exact. The others are solved
+//                     from tail 0 for their value and the range of their values.
+//   segment_settle    one thread per other piece: solved again from an estimate of its tail (the
+//                     later pieces' values added up); exact when all its values stay in one binade
+//                     (see the kernel), else listed as uncertain.
+//   segment_resolve   one thread per uncertain piece; the last one of its run gets the exact route
+//                     value at its end from the later pieces and solves its piece with it, and so on
+//                     back to the run's start.
+//   segment_words     one thread per byte: the path's words as start/end marks, jieba's joins of
+//                     one-byte ASCII letters and digits applied (from the path, which nobody writes).
+//   segment_compact   one thread per byte: the k-th start and the k-th end mark (prefix sums of the
+//                     marks, one array op before it) are word k; row offsets from the sums.
+// flags holds 2 (n + 1) bytes: flags[t] marks a word starting at byte t, flags[n + 1 + t] a word
+// ending at t (two arrays: a run's end and the next row's first word may share a byte).
+
+// Per thread: one byte and a bounded look at the characters around it (its row from a search
+// between the block's first and last rows).
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+segment_marks(const u8* __restrict__ data, i64 n, const i64* __restrict__ offsets, i64 n_rows, int jieba_mode,
+              u8* __restrict__ flags, int* __restrict__ ids, i64* __restrict__ runs, u64* __restrict__ counters) {
+    __shared__ i64 shared_rows[2];
+    const i64 i = global_thread_index();
+    const i64 first = (i64)blockIdx.x * blockDim.x;
+    const RowRange rows = block_rows(offsets, n_rows, first, first + blockDim.x - 1, shared_rows);
+    if (i >= n || n_rows == 0 || i < offsets[0] || i >= offsets[n_rows]) return;
+    const i64 r = row_between(offsets, rows, i);
+    const Row row = {offsets[r], offsets[r + 1]};
+    if (!utf8_starts_char(data, i, row.begin, row.end)) return;
+    const u8 kind = kind_at(data, i, row.begin, row.end, jieba_mode);
+    if (kind == KIND_DROP) return;
+    const Char c = char_at(data, i, row.end);
+    if (run_char(c.cp, jieba_mode)) {
+        if (kind == KIND_START_RUN) runs[atomicAdd(&counters[0], 1ull)] = i;
+        return;
+    }
+    if (kind == KIND_START) {
+        flags[i] = 1;
+        ids[i] = -1;
+    }
+    const i64 next = i + c.len;
+    const bool token_ends = next == row.end || kind_at(data, next, row.begin, row.end, jieba_mode) != KIND_CONTINUE;
+    if (token_ends) flags[n + 1 + next] = 1;
+}
+
+// Per thread: one anchor; at most one chunk of character starts past it (plus the longest word's
+// bytes before it), each with one trie walk.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+segment_cuts(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
+             const u8* __restrict__ eow, int trie_size, int jieba_mode, const u8* __restrict__ data, i64 n,
+             const i64* __restrict__ offsets, i64 n_rows, i64 chunk_bytes, i64 max_word_bytes, i64 n_anchors,
+             i64* __restrict__ cuts, i64* __restrict__ slot_i) {
+    const i64 j = global_thread_index();
+    if (j >= n_anchors) return;
+    cuts[j] = -1;
+    slot_i[GT_SLOT_FIELDS * j + 4] = GT_SLOT_NONE;  // anchor j's slot, and a long run's
+    slot_i[GT_SLOT_FIELDS * (n_anchors + j) + 4] = GT_SLOT_NONE;
+    const i64 anchor = j * chunk_bytes;
+    if (j == 0 || n_rows == 0 || anchor < offsets[0] || anchor >= offsets[n_rows]) return;
+    const Model m = {state, check, label, eow, trie_size, nullptr, 0.0, jieba_mode};
+    const Row row = row_of(offsets, n_rows, anchor);
+    // every word that could cross a position >= anchor starts at or after lo
+    i64 p = anchor - max_word_bytes > row.begin ? anchor - max_word_bytes : row.begin;
+    while (!utf8_starts_char(data, p, row.begin, row.end)) ++p;
+    bool previous_in_run = p > row.begin && run_char(char_at(data, previous_char(data, p, row.begin, row.end),
+                                                             row.end).cp, jieba_mode);
+    i64 reach = 0;  // the furthest end of a word starting before p
+    const i64 stop = anchor + chunk_bytes < row.end ? anchor + chunk_bytes : row.end;
+    while (p < stop) {
+        GT_STEP();
+        const Char c = char_at(data, p, row.end);
+        const bool in_run = run_char(c.cp, jieba_mode);
+        if (p >= anchor) {
+            // the anchor must lie inside a run that started before it (that run's first piece
+            // looks for this cut), and the cut before the run's end
+            if (!in_run || !previous_in_run) return;
+            if (reach <= p) {
+                cuts[j] = p;
+                return;
+            }
+        }
+        if (in_run) {
+            const i64 r = m.reach(data, p, row.end);
+            reach = r > reach ? r : reach;
+        }
+        previous_in_run = in_run;
+        p += c.len;
+    }
+}
+
+// Per thread: one piece (about a chunk, longer only where an anchor finds no cut point). A run
+// without an anchor is one piece: the whole run on one thread, under a chunk of bytes.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+segment_pieces(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
+               const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
+               double tail_score, int jieba_mode, const u8* __restrict__ data, const i64* __restrict__ offsets,
+               i64 n_rows, i64 chunk_bytes, i64 n_anchors, const i64* __restrict__ runs, const i64* __restrict__ cuts,
+               u64* __restrict__ counters, double* __restrict__ slot_f, i64* __restrict__ slot_i,
+               double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
+    const i64 n_runs = (i64)counters[0];
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
+    for (i64 r = global_thread_index(); r < n_runs + n_anchors; r += stride) {
+        const bool run_start = r < n_runs;
+        const i64 s = run_start ? runs[r] : cuts[r - n_runs];
+        if (s < 0) continue;
+        const Row row = row_of(offsets, n_rows, s);
+        const i64 first_anchor = run_start ? (s + chunk_bytes - 1) / chunk_bytes : r - n_runs + 1;
+        i64 next;
+        const i64 b = piece_end(data, s, row, first_anchor > 0 ? first_anchor : 1, chunk_bytes, n_anchors, cuts,
+                                jieba_mode, length, &next);
+        if (run_start && next < 0) {  // a short run: exact, done
+            solve_piece(m, data, s, b, tail_score, nullptr, score, length, ids);
+            mark_path(s, b, length, path, 1);
+            continue;
+        }
+        const i64 slot = run_start ? n_anchors + (i64)atomicAdd(&counters[2], 1ull) : r - n_runs;
+        i64* fields = slot_i + GT_SLOT_FIELDS * slot;
+        double* floats = slot_f + GT_SLOT_FLOATS * slot;
+        fields[0] = s;
+        fields[1] = b;
+        fields[2] = next;
+        if (run_start) fields[3] = -1;
+        if (next >= 0) slot_i[GT_SLOT_FIELDS * next + 3] = slot;
+        floats[1] = floats[2] = 0.0;
+        Checks checks = {floats + 1, 0.0, false};
+        solve_piece(m, data, s, b, next < 0 ? tail_score : 0.0, next < 0 ? nullptr : &checks, score, length, ids);
+        floats[0] = score[s];
+        if (next < 0) mark_path(s, b, length, path, 1);
+        fields[4] = next < 0 ? GT_SLOT_EXACT : GT_SLOT_PENDING;
+    }
+}
+
+// Per thread: one pending piece of a long run. Its tail T (the route value at its end) is known to
+// within `error` by adding up the later pieces' values. When every value the piece computes, from
+// T or from that estimate, lies in one binade [2^(e-1), 2^e) of spacing u, each addition x + w
+// rounds to x + u * round(w / u) -- unless w / u is half an odd integer (then the parity of x
+// decides) -- so both solves make the same comparisons of the same integers: solved from the
+// estimate, the piece's choices are the whole run's, and its value minus the estimate (`delta`,
+// exact) is what the piece adds to the true route. Otherwise the piece is listed as uncertain.
+// Work: the later pieces of the run (one step each) and one solve of the piece.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+segment_settle(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
+               const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
+               double tail_score, double weight_bound, int jieba_mode, const u8* __restrict__ data,
+               const i64* __restrict__ offsets, i64 n_rows, i64 n_slots, u64* __restrict__ counters,
+               i64* __restrict__ uncertain, double* __restrict__ slot_f, i64* __restrict__ slot_i,
+               double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
+    const i64 k = global_thread_index();
+    if (k >= n_slots || slot_i[GT_SLOT_FIELDS * k + 4] != GT_SLOT_PENDING) return;
+    const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
+    i64* fields = slot_i + GT_SLOT_FIELDS * k;
+    double* floats = slot_f + GT_SLOT_FLOATS * k;
+    const i64 a = fields[0], b = fields[1];
+    double estimate = 0.0, later_bytes = 0.0, later_pieces = 0.0;
+    for (i64 t = fields[2]; t >= 0; t = slot_i[GT_SLOT_FIELDS * t + 2]) {
+        GT_STEP();
+        estimate += slot_f[GT_SLOT_FLOATS * t];
+        later_bytes += (double)(slot_i[GT_SLOT_FIELDS * t + 1] - slot_i[GT_SLOT_FIELDS * t]);
+        later_pieces += 1.0;
+    }
+    // |every value| < most; an addition rounds by at most most * 2^-53; a chain of a piece's
+    // additions by (its bytes + 1) of those; the estimate sums the later pieces' chains
+    const Row row = row_of(offsets, n_rows, a);
+    const double most = fabs(tail_score) + ((double)(row.end - row.begin) + 2.0) * weight_bound;
+    const double error = (later_bytes + 3.0 * later_pieces + 2.0) * most * GT_TWO_TO_MINUS_51;
+    const double own = ((double)(b - a) + 2.0) * most * GT_TWO_TO_MINUS_51;
+    const double lowest = estimate + floats[1] - error - own, highest = estimate + floats[2] + error + own;
+    int e_low, e_high;
+    frexp(lowest, &e_low);
+    frexp(highest, &e_high);
+    bool settled = (lowest > 0.0 || highest < 0.0) && e_low == e_high;
+    if (settled) {
+        Checks checks = {nullptr, ldexp(1.0, e_low - 53), false};
+        solve_piece(m, data, a, b, estimate, &checks, score, length, ids);
+        settled = !checks.halfway_seen;
+    }
+    if (settled) {
+        floats[3] = score[a] - estimate;
+        mark_path(a, b, length, path, 1);
+        fields[4] = GT_SLOT_CERTAIN;
+    } else {
+        fields[4] = GT_SLOT_UNCERTAIN;
+        uncertain[atomicAdd(&counters[1], 1ull)] = k;
+    }
+}
+
+// Per thread: one uncertain piece. All but the last uncertain piece of a run stop after walking
+// the later pieces; that one adds the later pieces' deltas to the route value of the run's last
+// piece (exact: each sum is a route value), solves its piece with that exact tail, and goes on
+// towards the run's start the same way (solving the uncertain pieces, adding the certain ones').
+// Work: the run's pieces plus a chunk per uncertain piece (near ties at binade edges: few).
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+segment_resolve(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
+                const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
+                int jieba_mode, const u8* __restrict__ data, const u64* __restrict__ counters,
+                const i64* __restrict__ uncertain, const double* __restrict__ slot_f, const i64* __restrict__ slot_i,
+                double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
+    const i64 n_uncertain = (i64)counters[1];
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
+    for (i64 u = global_thread_index(); u < n_uncertain; u += stride) {
+        const i64 k = uncertain[u];
+        i64 last = k;
+        bool later_uncertain = false;
+        for (i64 t = slot_i[GT_SLOT_FIELDS * k + 2]; t >= 0; t = slot_i[GT_SLOT_FIELDS * t + 2]) {
+            GT_STEP();
+            if (slot_i[GT_SLOT_FIELDS * t + 4] == GT_SLOT_UNCERTAIN) later_uncertain = true;
+            last = t;
+        }
+        if (later_uncertain) continue;  // that piece's thread solves this one too
+        double x = slot_f[GT_SLOT_FLOATS * last];
+        for (i64 t = slot_i[GT_SLOT_FIELDS * last + 3]; t != k; t = slot_i[GT_SLOT_FIELDS * t + 3]) {
+            GT_STEP();
+            x = x + slot_f[GT_SLOT_FLOATS * t + 3];
+        }
+        for (i64 t = k; t >= 0; t = slot_i[GT_SLOT_FIELDS * t + 3]) {
+            GT_STEP();
+            const i64* fields = slot_i + GT_SLOT_FIELDS * t;
+            if (fields[4] == GT_SLOT_UNCERTAIN) {
+                solve_piece(m, data, fields[0], fields[1], x, nullptr, score, length, ids);
+                mark_path(fields[0], fields[1], length, path, 1);
+                x = score[fields[0]];
+            } else {
+                x = x + slot_f[GT_SLOT_FLOATS * t + 3];
+            }
+        }
+    }
+}
+
+// Per thread: one byte (and one binary search when it starts a path word).
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+segment_words(const u8* __restrict__ data, i64 n, const i64* __restrict__ offsets, i64 n_rows, int jieba_mode,
+              const u8* __restrict__ path, const int* __restrict__ length, u8* __restrict__ flags,
+              int* __restrict__ ids) {
+    const i64 p = global_thread_index();
+    if (p >= n || !path[p]) return;
+    const i64 q = p + length[p];
+    bool joins_previous = false, next_joins = false;
+    if (jieba_mode && single_alnum(data, path, length, p)) {
+        const Row row = row_of(offsets, n_rows, p);
+        joins_previous = p > row.begin && single_alnum(data, path, length, p - 1);
+        next_joins = q < row.end && single_alnum(data, path, length, q);
+    }
+    if (!joins_previous) {
+        flags[p] = 1;
+        if (next_joins) ids[p] = -1;  // more than one word joined: not a dictionary word
+    }
+    if (!next_joins) flags[n + 1 + q] = 1;
+}
+
+// Per thread: one byte (and one row offset); counts[t] is the inclusive prefix sum of flags.
+// Rows as in segment_marks: one search per block, then between its rows.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+segment_compact(const i64* __restrict__ offsets, i64 n_rows, i64 n, const u8* __restrict__ flags,
+                const i64* __restrict__ counts, const int* __restrict__ ids, i64* __restrict__ word_starts,
+                i64* __restrict__ word_ends, int* __restrict__ word_ids, i64* __restrict__ row_offsets) {
+    __shared__ i64 shared_rows[2];
+    const i64 t = global_thread_index();
+    const i64 first = (i64)blockIdx.x * blockDim.x;
+    const RowRange rows = block_rows(offsets, n_rows, first - 1, first + blockDim.x - 1, shared_rows);
+    if (t <= n_rows) {
+        const i64 begin = offsets[t];
+        row_offsets[t] = begin == 0 ? 0 : counts[begin - 1];
+    }
+    if (t > n) return;
+    const i64 words = counts[n];
+    if (flags[t]) {  // a word starts at t: inside a row
+        const i64 k = counts[t] - 1;
+        word_starts[k] = t - offsets[row_between(offsets, rows, t)];
+        word_ids[k] = ids[t];
+    }
+    if (flags[n + 1 + t]) {  // a word ends at t: its last byte t - 1 is inside a row
+        const i64 k = counts[n + 1 + t] - words - 1;
+        word_ends[k] = t - offsets[row_between(offsets, rows, t - 1)];
+    }
 }

@@ -1,14 +1,25 @@
 // trie.cu -- batched double-array trie queries: prefix search over spans, exact lookup, longest prefix.
 //
-// Prefix search is byte-parallel: one thread per byte of the concatenated spans (span_bytes is the
-// exclusive scan of the span lengths), so a long span spreads over many blocks. The thread finds
-// its span by binary search, and when its byte starts a character it walks the trie from there.
-// Two passes, as in utf8.cu: trie_count_matches counts per block, the host scans the block counts,
-// and trie_prefix_search recounts, places each thread's matches with a block-wide prefix sum and
-// writes them. Memory stays one counter per block, not per byte, at the price of a second walk.
+// Prefix search is byte-parallel and one pass: one thread per byte of the concatenated spans
+// (span_bytes is the exclusive scan of the span lengths), so a long span spreads over many
+// blocks. The block finds its spans with one pair of searches over span_bytes and marks the spans
+// starting in it in shared memory; a block-wide running maximum gives every thread its span. A
+// thread whose byte starts a character walks the trie once, keeping its first TRIE_KEPT matches in
+// registers and counting the rest; the block's match count goes to the decoupled look-back
+// (lookback.cuh), and each thread writes its matches at its place in the output order. Only a
+// thread with more than TRIE_KEPT matches at one start walks again to write them. The output has
+// room for `capacity` matches (an upper bound chosen by the host); the true total comes back in
+// span_edge_offsets[n_spans], and when it exceeds the capacity the host launches again with
+// room for it.
+//
+// Per-thread work: one trie walk (at most the longest word's bytes; two above TRIE_KEPT matches),
+// plus ceil(spans starting in the block / GT_BLOCK) offset entries, plus the look-back.
 // Lookup and longest prefix are one thread per string (each walk stops at the first missing edge).
 #include "double_array.cuh"
+#include "lookback.cuh"
 #include "utf8.cuh"
+
+#define TRIE_KEPT 7
 
 struct TrieView {
     const int* state;
@@ -22,6 +33,7 @@ struct TrieView {
     __device__ __forceinline__ void words_at(const u8* data, i64 at, i64 limit, Visit visit) const {
         int pos = 0;
         for (i64 i = at; i < limit; ++i) {
+            GT_STEP();
             pos = trie_step(state, check, label, size, pos, data[i]);
             if (pos < 0) return;
             const int value = trie_value(state, check, label, eow, size, pos);
@@ -30,70 +42,113 @@ struct TrieView {
     }
 };
 
-// The byte at flat index t of the concatenated spans: its position in data and its span.
-struct SpanByte {
-    i64 span, at, begin, end;
-
-    __device__ SpanByte(const i64* span_starts, const i64* span_ends, const i64* span_bytes, i64 n_spans, i64 t) {
-        span = string_of_byte(span_bytes, n_spans, t);  // the last span starting at or before t: empties skipped
-        begin = span_starts[span];
-        end = span_ends[span];
-        at = begin + (t - span_bytes[span]);
-    }
-    // Words may start only where a character starts.
-    __device__ __forceinline__ bool starts_char(const u8* data) const { return utf8_starts_char(data, at, begin, end); }
-};
-
-// Number of matches of each block's bytes. block_counts has one entry per block.
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-trie_count_matches(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
-                   const u8* __restrict__ eow, int trie_size, const u8* __restrict__ data,
-                   const i64* __restrict__ span_starts, const i64* __restrict__ span_ends,
-                   const i64* __restrict__ span_bytes, i64 n_spans, i64 n_bytes, i64* __restrict__ block_counts) {
-    __shared__ i64 scratch[GT_WARPS];
-    const TrieView trie{state, check, label, eow, trie_size};
-    const i64 t = global_thread_index();
-    i64 matches = 0;
-    if (t < n_bytes) {
-        const SpanByte b(span_starts, span_ends, span_bytes, n_spans, t);
-        if (b.starts_char(data)) trie.words_at(data, b.at, b.end, [&](i64, int) { ++matches; });
-    }
-    const i64 total = block_sum(matches, scratch);
-    if (threadIdx.x == 0) block_counts[blockIdx.x] = total;
-}
-
-// Writes every match (start and end positions in data, value), ordered by span, start, end.
-// block_offsets is the exclusive scan of trie_count_matches's block_counts. The first byte of each
-// span writes span_edge_offsets for that span and for the empty spans just before it; the host
-// fills the entries at the end of the bytes (trailing empty spans and the total).
+// Every match (start and end positions in data, value), ordered by span, start, end, at most
+// `capacity` of them stored; span_edge_offsets (n_spans + 1 entries) gets each span's first
+// match and the total. status: 1 + gridDim.x zeros.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 trie_prefix_search(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                    const u8* __restrict__ eow, int trie_size, const u8* __restrict__ data,
                    const i64* __restrict__ span_starts, const i64* __restrict__ span_ends,
-                   const i64* __restrict__ span_bytes, i64 n_spans, i64 n_bytes,
-                   const i64* __restrict__ block_offsets, i64* __restrict__ edge_starts, i64* __restrict__ edge_ends,
+                   const i64* __restrict__ span_bytes, i64 n_spans, i64 n_bytes, u64* __restrict__ status,
+                   i64 capacity, i64* __restrict__ edge_starts, i64* __restrict__ edge_ends,
                    int* __restrict__ edge_values, i64* __restrict__ span_edge_offsets) {
     __shared__ i64 scratch[GT_WARPS];
-    const TrieView trie{state, check, label, eow, trie_size};
-    const i64 t = global_thread_index();
-    const bool active = t < n_bytes;
-    SpanByte b(span_starts, span_ends, span_bytes, n_spans, active ? t : 0);
-    const bool searching = active && b.starts_char(data);
-    i64 matches = 0;
-    if (searching) trie.words_at(data, b.at, b.end, [&](i64, int) { ++matches; });
-    i64 block_total;
-    i64 out = block_offsets[blockIdx.x] + block_exclusive_scan(matches, scratch, &block_total);
-    if (!active) return;
-    if (t == span_bytes[b.span]) {
-        for (i64 s = b.span; s >= 0 && span_bytes[s] == t; --s) span_edge_offsets[s] = out;
+    __shared__ i64 span_at[GT_BLOCK];  // the non-empty span starting at each byte of the block, or -1
+    __shared__ int ranks[GT_BLOCK];    // each thread's first match, counted from the block's first
+    __shared__ i64 tile_slot, k_first, k_stop, prefix_slot;
+    const i64 tile = lookback_tile(status, &tile_slot);
+    const i64 n_tiles = (n_bytes + GT_BLOCK - 1) / GT_BLOCK;
+    const i64 first = tile * GT_BLOCK;
+    const i64 stop = first + GT_BLOCK < n_bytes ? first + GT_BLOCK : n_bytes;
+    const i64 t = first + threadIdx.x;
+    if (threadIdx.x == 0) k_first = offsets_lower_bound(span_bytes, n_spans, first);
+    if (threadIdx.x == 32) k_stop = offsets_lower_bound(span_bytes, n_spans, stop);
+    span_at[threadIdx.x] = -1;
+    __syncthreads();
+    const i64 k_begin = k_first, k_end = k_stop;
+    for (i64 k = k_begin + threadIdx.x; k < k_end; k += GT_BLOCK) {
+        GT_STEP();
+        if (span_bytes[k] < span_bytes[k + 1]) span_at[span_bytes[k] - first] = k;
     }
-    if (!searching) return;
-    trie.words_at(data, b.at, b.end, [&](i64 end, int value) {
-        edge_starts[out] = b.at;
-        edge_ends[out] = end;
-        edge_values[out] = value;
-        ++out;
-    });
+    __syncthreads();
+    // The span of byte t: the last non-empty span starting at or before it.
+    const i64 mine = span_at[threadIdx.x];
+    const i64 before = block_exclusive_max(mine, k_begin - 1, scratch);
+    const i64 span = mine > before ? mine : before;
+
+    i64 at = 0;
+    int found = 0;
+    int lengths[TRIE_KEPT], values[TRIE_KEPT];
+#pragma unroll
+    for (int r = 0; r < TRIE_KEPT; ++r) lengths[r] = values[r] = 0;
+    if (t < n_bytes) {
+        const i64 begin = span_starts[span], end = span_ends[span];
+        at = begin + (t - span_bytes[span]);
+        // Words may start only where a character starts.
+        if (utf8_starts_char(data, at, begin, end)) {
+            int pos = 0;  // TrieView::words_at written out, keeping the first TRIE_KEPT matches
+            for (i64 i = at; i < end; ++i) {
+                GT_STEP();
+                pos = trie_step(state, check, label, trie_size, pos, data[i]);
+                if (pos < 0) break;
+                const int value = trie_value(state, check, label, eow, trie_size, pos);
+                if (value < 0) continue;
+#pragma unroll
+                for (int r = 0; r < TRIE_KEPT; ++r) {
+                    if (r == found) { lengths[r] = (int)(i + 1 - at); values[r] = value; }
+                }
+                ++found;
+            }
+        }
+    }
+    i64 tile_matches;
+    const i64 rank = block_exclusive_scan(found, scratch, &tile_matches);
+    if (threadIdx.x == 0) lookback_publish_aggregate(status, tile, tile_matches);
+    ranks[threadIdx.x] = (int)rank;
+    if (threadIdx.x < 32) {
+        const i64 prefix = lookback_exclusive(status, tile, tile_matches);
+        if (threadIdx.x == 0) prefix_slot = prefix;
+    }
+    __syncthreads();
+    const i64 prefix = prefix_slot;
+    i64 out = prefix + rank;
+    if (found <= TRIE_KEPT) {
+#pragma unroll
+        for (int r = 0; r < TRIE_KEPT; ++r) {
+            if (r < found && out + r < capacity) {
+                edge_starts[out + r] = at;
+                edge_ends[out + r] = at + lengths[r];
+                edge_values[out + r] = values[r];
+            }
+        }
+    } else {
+        const i64 end = span_ends[span];
+        int pos = 0;
+        for (i64 i = at; i < end; ++i) {  // words_at written out: a lambda advancing `out` spills
+            GT_STEP();
+            pos = trie_step(state, check, label, trie_size, pos, data[i]);
+            if (pos < 0) break;
+            const int value = trie_value(state, check, label, eow, trie_size, pos);
+            if (value < 0) continue;
+            if (out < capacity) {
+                edge_starts[out] = at;
+                edge_ends[out] = i + 1;
+                edge_values[out] = value;
+            }
+            ++out;
+        }
+    }
+    // Each span's first match: the first match at or after its first byte.
+    for (i64 k = k_begin + threadIdx.x; k < k_end; k += GT_BLOCK) {
+        GT_STEP();
+        span_edge_offsets[k] = prefix + ranks[span_bytes[k] - first];
+    }
+    if (tile == n_tiles - 1) {  // spans starting at the end of the bytes (empty ones) and the total
+        for (i64 k = k_end + threadIdx.x; k <= n_spans; k += GT_BLOCK) {
+            GT_STEP();
+            span_edge_offsets[k] = prefix + tile_matches;
+        }
+    }
 }
 
 // Per string: the longest word that is a prefix of it, as (length, value); (0, -1) when none.

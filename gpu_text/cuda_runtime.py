@@ -5,9 +5,12 @@ with :func:`nvrtc_options`, which is exactly what :class:`CupyRuntime` passes to
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -93,6 +96,10 @@ class CupyRuntime:
 
         cupy = self.xp
         array = np.ascontiguousarray(array)
+        if _TRAFFIC:
+            for traffic in _TRAFFIC:
+                traffic.uploads += 1
+                traffic.upload_bytes += int(array.nbytes)
         local = self.__dict__.setdefault("_staging", threading.local())
         staging = getattr(local, "buffer", None)
         if staging is None or staging.nbytes < array.nbytes:
@@ -121,9 +128,61 @@ class CupyRuntime:
         return int(free) + int(cupy.get_default_memory_pool().free_bytes())
 
 
-# device bytes a chunk needs per input byte while it is encoded (its bytes, code points, pieces,
-# ids and offsets with their scratch), an upper bound used to size chunks from free memory
-DEVICE_BYTES_PER_INPUT_BYTE = 48
+@dataclass
+class DeviceTraffic:
+    """What :func:`count_device_traffic` saw: host waits on the device (``syncs``) and the
+    runtime's staged uploads (:meth:`CupyRuntime.upload`, their count and bytes)."""
+
+    syncs: int = 0
+    uploads: int = 0
+    upload_bytes: int = 0
+
+
+# the open count_device_traffic blocks (the upload hook: empty, the default, costs one truth test)
+_TRAFFIC: list[DeviceTraffic] = []
+
+
+@contextlib.contextmanager
+def count_device_traffic(syncdetect: Any = None) -> Iterator[DeviceTraffic]:
+    """Count, while the block runs, every time the host waits for the device, and the staged uploads.
+
+    A wait is what CuPy declares to its synchronisation detector (``cupy._core.syncdetect``, or
+    ``syncdetect`` given): every read of device memory (``ndarray.get`` and what is built on it:
+    ``int()``/``float()``/``.item()``/``.tolist()`` of a device array, boolean-mask indexing and
+    ``nonzero``, which read a count before allocating) and ``Device.synchronize``. Stream and event
+    synchronisation are not declared by CuPy, so they are not counted. Every thread counts.
+
+    >>> import types
+    >>> detector = types.SimpleNamespace(_declare_synchronize=lambda: None)
+    >>> with count_device_traffic(detector) as traffic:
+    ...     detector._declare_synchronize(); detector._declare_synchronize()
+    >>> traffic.syncs, detector._declare_synchronize()  # counted inside the block only
+    (2, None)
+    """
+    if syncdetect is None:
+        syncdetect = importlib.import_module("cupy._core.syncdetect")
+    declare = getattr(syncdetect, "_declare_synchronize", None)
+    if not callable(declare):
+        raise RuntimeError(f"{syncdetect!r} has no _declare_synchronize: this CuPy does not declare its syncs")
+    traffic = DeviceTraffic()
+
+    def counting_declare(*args: Any, **kwargs: Any) -> Any:
+        traffic.syncs += 1
+        return declare(*args, **kwargs)
+
+    syncdetect._declare_synchronize = counting_declare
+    _TRAFFIC.append(traffic)
+    try:
+        yield traffic
+    finally:
+        _TRAFFIC.remove(traffic)
+        syncdetect._declare_synchronize = declare
+
+
+# device bytes a chunk needs per input byte while it is encoded (its bytes, the normalized text,
+# the BPE's bound-sized token arrays and its merge scratch: ~93 per normalized byte, and news text
+# grows by a few percent when normalized), an estimate used to size chunks from free memory
+DEVICE_BYTES_PER_INPUT_BYTE = 100
 
 
 def device_chunk_bytes(requested: int, free_bytes: int, lanes: int = 2,
@@ -135,8 +194,8 @@ def device_chunk_bytes(requested: int, free_bytes: int, lanes: int = 2,
 
     >>> device_chunk_bytes(16 << 20, 80 << 30)  # an 80 GiB device: the requested 16 MiB
     16777216
-    >>> device_chunk_bytes(16 << 20, 1 << 30) >> 20  # 1 GiB free, two lanes: 5 MiB each
-    5
+    >>> device_chunk_bytes(16 << 20, 4 << 30) >> 20  # 4 GiB free, two lanes: 10 MiB each
+    10
     """
     fits = free_bytes // 2 // max(1, lanes) // max(1, per_byte)
     return int(max(1 << 20, min(requested, fits)))

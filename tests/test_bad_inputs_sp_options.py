@@ -59,14 +59,15 @@ def models(tmp_path_factory) -> dict[str, Path]:
     for name, extra in (("unused", piece("zzq", 5)), ("denormalizer", field(5, field(2, b"\x00" * 8)))):
         out[name] = folder / f"{name}.model"
         out[name].write_bytes(plain.read_bytes() + extra)
-    out["unigram"] = folder / "unigram.model"
-    spm.SentencePieceTrainer.train(input=str(SAMPLE), model_prefix=str(folder / "unigram"), model_type="unigram",
+    # a WORD model: neither BPE nor Unigram (both import), so refused naming model_type
+    out["word"] = folder / "word.model"
+    spm.SentencePieceTrainer.train(input=str(SAMPLE), model_prefix=str(folder / "word"), model_type="word",
                                    vocab_size=600, num_threads=2, minloglevel=2)
     return out
 
 
 REFUSED = {"suffix": "treat_whitespace_as_suffix", "unused": "UNUSED", "denormalizer": "denormalizer_spec",
-           "normalized_symbol": "user_defined_symbols", "unigram": "model_type"}
+           "normalized_symbol": "user_defined_symbols", "word": "model_type"}
 
 
 @pytest.mark.parametrize("name", list(REFUSED))

@@ -7,6 +7,7 @@ import pytest
 from gpu_text.cuda_ops import bpe as cuda_bpe
 from gpu_text.tokenizer.bpe import BPEModel, PieceType, byte_piece
 from tests.conftest import kernel_backends, require, resolve
+from cpu_fallback import bpe as numba_bpe
 from tests.reference import bpe as reference
 from tests.test_utf8_kernels import host
 
@@ -291,3 +292,120 @@ def test_merge_tables_build_in_linear_time():
     for left, right, joined in ((half, half, half + half), (b"a", b"b", b"ab")):
         key = np.uint64(ids[left] << 32 | ids[right])
         assert int(lookup(tables.merge_keys, tables.merge_ids, key)) == ids[joined]
+
+
+# ------------------------------------------------------------------ texts cut by per-byte marks
+
+def marked_texts(rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Texts (some empty, some long runs) and marks: every non-empty text's first byte and random
+    bytes after it, characters cut in two included."""
+    raw = [b"" if rng.random() < 0.1 else "".join(rng.choice(ALPHABET + ["z"], int(rng.integers(1, 40)))).encode()
+           for _ in range(count)]
+    if count > 2:
+        raw[1], raw[2] = b"ab" * 200, "你好".encode() * 90
+    lengths = np.array([len(r) for r in raw], np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    data = np.frombuffer(b"".join(raw), np.uint8)
+    marks = (rng.random(data.size) < 0.15).astype(np.uint8) * rng.integers(1, 7, data.size).astype(np.uint8)
+    marks[offsets[:-1][lengths > 0]] = 3
+    return data, offsets, marks
+
+
+@pytest.mark.parametrize("count", [0, 1, 3, 400])
+@pytest.mark.parametrize("long_bytes, long_grid", [(512, 256), (6, 256), (0, 3)])
+def test_bpe_encode_rows(backend, count, long_bytes, long_grid, monkeypatch):
+    """Texts cut at their marks: the pre-tokens found on the device (their number never read),
+    long ones (above LONG_BYTES) taken by a grid-stride loop of LONG_GRID blocks; same ids, spans
+    and row offsets as the Numba twin and the reference."""
+    monkeypatch.setattr(cuda_bpe, "LONG_BYTES", long_bytes)
+    monkeypatch.setattr(cuda_bpe, "LONG_GRID", long_grid)
+    rng = np.random.default_rng(count + long_bytes)
+    model = random_model(rng, 80, byte_fallback=bool(count % 2))
+    data, offsets, marks = marked_texts(rng, count)
+    tables = model.device_tables("cpu")
+    want = reference.bpe_encode_rows(data, offsets, marks, *tables)
+    numba = numba_bpe.bpe_encode_rows(data, offsets, marks, *tables)
+    got = model.encode_marked(backend.asarray(data), backend.asarray(offsets), backend.asarray(marks), backend)
+    for g, n, w in zip(got, numba, want):
+        assert host(g).dtype == n.dtype == w.dtype
+        np.testing.assert_array_equal(n, w)
+        np.testing.assert_array_equal(host(g), w)
+
+
+def test_encode_rows_reads_the_device_once():
+    """One host read per call (the number of ids), and no table copied after the first call."""
+    from tests.cuda_emulator.device_counts import measure
+    from tests.emulated_backend import counting_emulated_backend
+
+    be = counting_emulated_backend()
+    rng = np.random.default_rng(3)
+    model = random_model(rng, 80, byte_fallback=True)
+    data, offsets, marks = (be.asarray(a) for a in marked_texts(rng, 50))
+    model.encode_marked(data, offsets, marks, be)
+    with measure() as counts:
+        ids = model.encode_marked(data, offsets, marks, be)[0]
+    assert (counts.syncs, counts.uploads) == (1, 0)
+    assert host(ids).size > 0
+
+
+@pytest.mark.parametrize("name", CUDA_BACKENDS)
+@pytest.mark.parametrize("warp_bytes", [0, 48])
+def test_warp_merges_medium_pre_tokens(name, warp_bytes, monkeypatch):
+    """Pre-tokens above WARP_BYTES and up to WARP_MAX_BYTES (512) get a warp each (the best pair by
+    a max-reduce over the warp, ties to the leftmost): the reference's ids around both limits, with
+    chains of equal pairs, unknown runs, byte fallback and characters cut in two."""
+    monkeypatch.setattr(cuda_bpe, "WARP_BYTES", warp_bytes)
+    monkeypatch.setattr(cuda_bpe, "WARP_GRID", 2)  # a warp takes several pre-tokens in turn
+    rng = np.random.default_rng(warp_bytes)
+    for byte_fallback in (True, False):
+        model = random_model(rng, 150, byte_fallback)
+        raw = [("".join(rng.choice(ALPHABET + ["z"], int(rng.integers(1, 200))))).encode()[:int(rng.integers(1, 520))]
+               for _ in range(40)]
+        raw += [b"a" * 512, b"ab" * 256, b"a" * 513, "你好".encode() * 85 + b"ab", b"z" * 49, b"\xe4\xbd" * 30, b"a"]
+        assert_encodes_like_reference(model, raw, resolve(name))
+
+
+@pytest.mark.parametrize("name", CUDA_BACKENDS)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.text("ab▁你", min_size=1, max_size=5), min_size=1, max_size=20),
+       texts=st.lists(st.text("ab▁你z", max_size=60), min_size=1, max_size=8), seed=st.integers(0, 2**16))
+def test_warp_merge_property(name, pieces, texts, seed):
+    """Random pieces with many tied scores: every pre-token through the warp path, like the reference."""
+    pieces = sorted(set(pieces))
+    rng = np.random.default_rng(seed)
+    model = BPEModel(["<unk>"] + pieces, [0.0] + rng.integers(-3, 1, len(pieces)).astype(float).tolist(),
+                     [PieceType.UNKNOWN] + [PieceType.NORMAL] * len(pieces))
+    original = cuda_bpe.WARP_BYTES
+    cuda_bpe.WARP_BYTES = 0
+    try:
+        assert_encodes_like_reference(model, [t.encode() for t in texts], resolve(name))
+    finally:
+        cuda_bpe.WARP_BYTES = original
+
+
+@pytest.mark.parametrize("name", CUDA_BACKENDS)
+def test_tokenizer_device_path_equals_the_rows(name):
+    """Tokenizer.encode on a CUDA backend (normalizer, pre-token marks and BPE by rows, spans
+    through the alignment) gives the CPU row encoder's ids and original spans, for each split,
+    rule and byte fallback, with bos/eos, on text that repeats, adversarial Unicode and bad bytes."""
+    from gpu_text.demo import MODEL
+    from gpu_text.tokenizer import Normalizer, PreTokenizer, Tokenizer
+    from tests.test_normalizer import ADVERSARIAL
+
+    rng = np.random.default_rng(16)
+    words = ["the", "▁", "ｆｕｌｌ", "①②", "  ", "你好世界", "。", "1234", "don't", "\u0301", "ﷺ", "aaaa" * 20, "😀", " "]
+    texts = ["".join(rng.choice(words, int(rng.integers(0, 12)))) for _ in range(60)] + ADVERSARIAL[:20]
+    texts = [t.encode() for t in texts] + [b"\xff\xfe bad \xe4\xbd", b"\xc3", b"", b"   "]
+    base = Tokenizer.from_model_file(MODEL)
+    no_fallback = BPEModel(base.model.piece_bytes, base.model.scores, base.model.types, base.model.unk_id,
+                           byte_fallback=False)
+    be = resolve(name)
+    for model in (base.model, no_fallback):
+        for split, cn in (("word", "char"), ("whitespace", None)):
+            for rule, flags in (("NMT_NFKC", {"add_dummy_prefix": True}), ("no", {"reconstruct": True}),
+                                ("NFKC_CF", {})):
+                tok = Tokenizer(model, Normalizer(rule, **flags), PreTokenizer(split=split, cn=cn), bos_id=1, eos_id=2)
+                want = tok.encode(texts, backend="cpu", with_offsets=True, add_bos=True, add_eos=True)
+                got = tok.encode(texts, backend=be, with_offsets=True, add_bos=True, add_eos=True)
+                for g, w in zip((got.ids, got.starts, got.ends), (want.ids, want.starts, want.ends)):
+                    assert g.to_pylist() == w.to_pylist(), (split, rule)

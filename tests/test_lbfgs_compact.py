@@ -190,3 +190,64 @@ def test_minimize_hands_the_trial_norm_to_fun_and_the_callback():
     plain = minimize(fun, np.zeros(solution.size), max_iterations=6)  # without pass_norm: fun(x), same path
     np.testing.assert_array_equal(plain, minimize(lambda x, _: fun(x), np.zeros(solution.size), max_iterations=6,
                                                   pass_norm=True))
+
+
+@pytest.mark.parametrize("rho1", [0.0, 0.5])
+def test_device_path_follows_the_cpu_path(rho1):
+    """The device path (``device=True``, run here on numpy): the same iterations, evaluations,
+    objectives and minimum as the CPU's fused passes, to rounding; ``fun`` gets x·x as an array,
+    may return its value unread and figures for the callback (``Step.extra``), and each Step
+    carries x·x and the active weights of the accepted point."""
+    fun, solution = quadratic(5)
+    x0 = np.zeros(solution.size)
+    cpu_steps, device_steps, norms = [], [], []
+
+    def device_fun(x, xx):
+        norms.append((float(xx), float(x @ x)))
+        value, gradient = fun(x)
+        return np.asarray(value), gradient, np.array([7.0, float(x[0])])
+
+    cpu = minimize(fun, x0, rho1=rho1, max_iterations=500, epsilon=1e-12,
+                   callback=lambda step, x: cpu_steps.append(step) and False)
+    device = minimize(device_fun, x0, rho1=rho1, max_iterations=500, epsilon=1e-12, pass_norm=True, device=True,
+                      callback=lambda step, x: device_steps.append((step, x.copy())) and False)
+    np.testing.assert_allclose(device, cpu, rtol=1e-6, atol=1e-7)  # OWL-QN stops about there
+    n = min(len(cpu_steps), len(device_steps), 60)  # before rounding differences may change a decision
+    assert n >= 40
+    assert [s.evaluations for s, _ in device_steps[:n]] == [s.evaluations for s in cpu_steps[:n]]
+    device_steps, cpu_steps = device_steps[:n], cpu_steps[:n]
+    np.testing.assert_allclose([s.objective for s, _ in device_steps], [s.objective for s in cpu_steps], rtol=1e-10)
+    assert all(a == b for a, b in norms)
+    for step, x in device_steps:
+        assert step.x_norm2 == float(x @ x) and step.active == np.count_nonzero(x)
+        assert step.extra == (7.0, float(x[0]))
+    if rho1 == 0:
+        np.testing.assert_allclose(device, solution, rtol=1e-6, atol=1e-7)
+    else:
+        assert (device == 0).any()
+
+
+def test_device_history_direction_equals_the_two_loop_recursion():
+    """DeviceHistory fed the dot products a readback carries: the textbook direction, with a
+    refused pair dropping the oldest as on the CPU."""
+    from gpu_text.crf.optimize_device import DeviceHistory
+
+    rng = np.random.default_rng(9)
+    g = rng.normal(size=N)
+    pairs = random_pairs(rng, 6)
+    history = DeviceHistory(g, History(3, np.zeros(1), fused=False))
+
+    def add(s, y):
+        return history.accept(s, y, {"sy": float(s @ y), "yy": float(y @ y), "S_y": history.S @ y,
+                                     "Y_y": history.Y @ y})
+
+    for s, y in pairs[:4]:
+        assert add(s, y)
+    d = history.direction(g, history.S @ g, history.Y @ g)
+    np.testing.assert_allclose(d, textbook(g, pairs[1:4]), rtol=1e-10, atol=1e-12)
+    assert not add(pairs[4][0], -pairs[4][0])  # refused: the oldest kept pair goes too
+    assert len(history.order) == 2
+    d = history.direction(g, history.S @ g, history.Y @ g)
+    np.testing.assert_allclose(d, textbook(g, pairs[2:4]), rtol=1e-10, atol=1e-12)
+    history.clear()
+    np.testing.assert_array_equal(history.direction(g, history.S @ g, history.Y @ g), -g)

@@ -159,3 +159,29 @@ def test_one_megabyte_row_has_no_long_thread():
     assert max(steps.values()) <= 2 * CHUNK, steps
     assert steps["normalize_chunk_resolve"] == 0  # the walks met in every chunk
     assert steps["normalize_chunk_join"] >= CHUNK // 4  # it did walk the chunks
+
+
+def test_trailing_symbols_stripped_before_the_scan(backend):
+    """Trailing space symbols are taken off the counts before the scan (the rows come out packed,
+    one host read); where a step's rest is a shorter tail of the symbol (a symbol or a target that
+    is not whole characters), a copy may straddle two steps and the written rows are trimmed
+    exactly instead. Both ways give the reference's bytes and alignment."""
+    from tests.cuda_emulator.device_counts import measure
+    from tests.emulated_backend import counting_emulated_backend
+
+    pairs = [(b"x", b"_>"), (b"y", b"<"), (b"w", b"\xe2\x96"), (b"v", b"\x81"), (b"u", b"a  "), (b"t", b"<_")]
+    texts = [b"ayx", b"a yx", b"yx ", b"x", b"yx  x", b"<_>", b"a<_><_>", b"awv", b"a wv ", b"wv", b"w v", b"qu",
+             b"u u ", b"tx", b"ty_>", b"", b"  ", b"a \xe2\x96\x81 "]
+    for options in (dict(space="<_>"), dict(), dict(space="<_>", add_dummy_prefix=True), dict(add_dummy_prefix=True)):
+        normalizer = Normalizer("test", charsmap_pairs=pairs, **options)
+        assert_all_match(normalizer, texts, backend)
+    counting = counting_emulated_backend()
+    strings = [b"a  b ", b"  c\xe2\x96\x81", b""]
+    batch = TextBatch.from_strings(strings).to_device(counting.xp)
+    normalizer = Normalizer("test", charsmap_pairs=PAIRS)
+    normalizer.normalize(batch, counting)
+    with measure() as counts:
+        out = normalizer.normalize(batch, counting)
+    assert counts.syncs == 1  # the output size
+    assert not [site for site in counts.listing("uploads") if "normalizer" in site]  # the tables stay there
+    assert out.text.to_pylist() == normalizer.normalize(strings, "cpu").text.to_pylist()

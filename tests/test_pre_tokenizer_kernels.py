@@ -257,3 +257,27 @@ def test_chains_that_never_meet_fall_back_exactly():
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
     assert emulated_kernels()["pretokenize_resolve"].last_max_steps >= 12
+
+
+@pytest.mark.parametrize("config", CONFIGS[::3] + [CONFIGS[-1]], ids=lambda c: "-".join(map(str, c)))
+def test_marks_are_the_starts(backend, config):
+    """pretokenize_marks (the tokenizer's device path): 1 + the first symbol at every start the
+    reference finds, 0 elsewhere, on random and chunk-straddling texts; no host read."""
+    from cpu_fallback import pre_tokenizer as numba_twins
+    from tests.cuda_emulator.device_counts import measure
+    from tests.emulated_backend import counting_emulated_backend
+
+    texts = random_texts(np.random.default_rng(5), 300) + [b"a" * (3 * CHUNK + 1), b"", "你".encode() * CHUNK]
+    batch = TextBatch.from_strings(texts)
+    dfa = PreTokenDFA.compile(*config)
+    want = reference.pretokenize_marks(batch.data, batch.offsets, dfa)
+    np.testing.assert_array_equal(numba_twins.pretokenize_marks(batch.data, batch.offsets, dfa), want)
+    got = backend.op("pre_tokenizer", "pretokenize_marks")(backend.asarray(batch.data),
+                                                            backend.asarray(batch.offsets), dfa)
+    np.testing.assert_array_equal(host(got), want)
+    if backend.name.startswith("cuda-emulated"):  # the same launches, counted: nothing read back
+        counting = counting_emulated_backend()
+        data, offsets = counting.asarray(batch.data), counting.asarray(batch.offsets)
+        with measure() as counts:
+            counting.op("pre_tokenizer", "pretokenize_marks")(data, offsets, dfa)
+        assert counts.syncs == 0 and counts.launches == len(SCAN_KERNELS)

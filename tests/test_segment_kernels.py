@@ -1,4 +1,6 @@
-"""Differential tests of cuda/segment.cu: emulated CUDA (and the GPU when present) == Numba == reference."""
+"""Differential tests of cuda/segment.cu: emulated CUDA (and the GPU when present) == Numba == reference,
+for the staged kernels (pre-split, Viterbi, loss) and the fused batch segmentation (segment_rows:
+pieces of long runs, certified or solved again, and the longest thread's steps on a 1 MB row)."""
 from __future__ import annotations
 
 import numpy as np
@@ -86,3 +88,159 @@ def test_forward_longest_match_cold_start():
     words = segmenter.dictionary.words
     assert [words[v] if v >= 0 else None for v in values] == ["南京市", "长江", "大桥"]
     assert offsets.tolist() == [0, 3]
+
+
+def segment_rows_args(segmenter: Segmenter, batch: TextBatch, backend) -> tuple:
+    """The arguments of the ``segment_rows`` twin on ``backend`` (a trie without words when the
+    segmenter has no dictionary)."""
+    *trie, weights = segmenter._device_tables(backend)
+    return (*trie, backend.asarray(batch.data), backend.asarray(batch.offsets), weights, segmenter.unknown_weight,
+            segmenter.tail_score, segmenter.jieba_mode)
+
+
+def run_segment_rows(segmenter: Segmenter, args: tuple, backend) -> tuple:
+    """The ``segment_rows`` twin of ``backend``; the CUDA one with the segmenter's limits, which
+    let it cut long runs into pieces (what ``Segmenter.segment`` passes)."""
+    limits = {} if backend.runtime is None else {"max_word_bytes": segmenter.max_word_bytes,
+                                                  "weight_bound": segmenter._weight_bound()}
+    return backend.op("segment", "segment_rows")(*args, **limits)
+
+
+def assert_segment_rows_like_reference(segmenter: Segmenter, batch: TextBatch, backend) -> None:
+    args = segment_rows_args(segmenter, batch, backend)
+    want = reference.segment_rows(*(host(a) if hasattr(a, "dtype") and getattr(a, "ndim", 0) else a for a in args))
+    got = run_segment_rows(segmenter, args, backend)
+    assert [g.dtype for g in got] == [np.int64, np.int64, np.int32, np.int64]
+    assert_arrays_equal(got, want)
+
+
+@pytest.mark.parametrize("compat", [None, "jieba"])
+@pytest.mark.parametrize("size", [0, 1, 2, 300])
+def test_segment_rows(backend, compat, size):
+    """The fused segmentation (random text: malformed bytes, Python-only spaces, empty rows) == reference."""
+    rng = np.random.default_rng(300 + size)
+    segmenter = Segmenter(random_dictionary(rng, 60), compat=compat)
+    assert_segment_rows_like_reference(segmenter, TextBatch.from_strings(random_texts(rng, size)), backend)
+
+
+@pytest.mark.parametrize("compat", [None, "jieba"])
+def test_segment_rows_ties_and_no_dictionary(backend, compat):
+    """Equal scores everywhere (every word once: DictCut keeps the shortest, jieba the longest),
+    frequency-0 words, ASCII joins inside jieba's blocks, and no dictionary at all."""
+    words = ["一二", "二三", "一二三", "三四", "四", "a一", "1a"]
+    d = Dictionary(words, np.array([1, 1, 1, 1, 1, 0, 1]), 8)
+    texts = ["一二三四一二三四", "a一二ab1a2三", "一 二\u3000三", "", "四" * 40, "一二三" * 7 + "a1b2c3"]
+    for segmenter in (Segmenter(d, compat=compat), Segmenter(compat=compat)):
+        assert_segment_rows_like_reference(segmenter, TextBatch.from_strings(texts), backend)
+
+
+def test_segment_rows_rows_off_the_buffer_start(backend):
+    """Rows that do not start at byte 0 of the buffer, bytes outside every row, truncated
+    sequences at row ends (never decoded across into the next row)."""
+    segmenter = Segmenter(Dictionary(["一二", "二三"], np.array([3, 4]), 9), compat=None)
+    raw = "x一二三".encode() + b"\xe4\xb8" + "二三 y".encode() + b"\xe4" + "\xe4一二".encode() + b"zz"
+    data = np.frombuffer(raw, np.uint8)
+    offsets = np.array([1, 10, 12, 12, len(raw) - 2], np.int64)
+    args = segment_rows_args(segmenter, TextBatch.from_strings([""]), backend)
+    args = (*args[:4], backend.asarray(data), backend.asarray(offsets), *args[6:])
+    want = reference.segment_rows(*(host(a) if hasattr(a, "dtype") and getattr(a, "ndim", 0) else a for a in args))
+    assert_arrays_equal(run_segment_rows(segmenter, args, backend), want)
+
+
+ROW_KERNELS = ("segment_marks", "segment_cuts", "segment_pieces", "segment_settle", "segment_resolve",
+               "segment_words", "segment_compact")
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_segment_rows_one_megabyte_line(ties):
+    """One unpunctuated Han line of 1 MB (and a short one after it): the emulated kernels give the
+    Numba twin's words, and no thread's work grows with the line: a piece's kernels stay within a
+    few chunks of steps; the fallback for uncertain pieces (near binade edges, near the line's end)
+    within a chunk's work per uncertain piece, and there are about log2(line) of those."""
+    import gpu_text.cuda_ops.segment as launchers
+    from tests.emulated_backend import emulated_backend
+
+    rng = np.random.default_rng(7)
+    d = random_dictionary(rng, 400)
+    if ties:  # every frequency 1 or 2: exact ties all along the line
+        d = Dictionary(d.words, rng.integers(1, 3, len(d)).astype(np.int64), 2 * len(d))
+    segmenter = Segmenter(d, compat="jieba")
+    line = "".join(rng.choice(HAN, (1 << 20) // 3))
+    batch = TextBatch.from_strings([line, "", line[:5000]])
+    cpu = get_backend("cpu").op("segment", "segment_rows")(*segment_rows_args(segmenter, batch, get_backend("cpu")))
+    be = emulated_backend()
+    got = run_segment_rows(segmenter, segment_rows_args(segmenter, batch, be), be)
+    assert_arrays_equal(got, cpu)
+    assert cpu[3].tolist()[1:] == [cpu[3][1], cpu[3][1], cpu[0].size] and cpu[0].size > 1000
+    module = be.runtime.module("segment")
+    steps = {name: module.get_function(name).last_max_steps for name in ROW_KERNELS}
+    print("longest thread's steps on a 1 MB row:", steps)
+    chunk = launchers.CHUNK_BYTES
+    piece_work = 6 * chunk  # forward, backward and trie steps of about a chunk of 3-byte characters
+    assert max(steps[k] for k in ("segment_cuts", "segment_pieces", "segment_settle")) <= piece_work, steps
+    assert 0 < steps["segment_resolve"] <= 2 * 20 * piece_work, steps  # 2 log2(2^20 bytes) pieces at most
+    assert steps["segment_pieces"] >= chunk  # it did solve pieces of about a chunk
+    assert steps["segment_marks"] == steps["segment_words"] == steps["segment_compact"] == 0
+
+
+def test_segment_rows_on_news_lines(backend):
+    """Real lines (zh-sogou-news) in jieba mode with a dictionary of their own pieces == reference."""
+    from tests.conftest import shared_data
+
+    folder = shared_data("zh-sogou-news")
+    lines = []
+    for path in sorted(folder.glob("*.txt"))[:3]:
+        lines += [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line][:40]
+    from tests.test_launch_counts import sample_dictionary
+
+    for compat in (None, "jieba"):
+        segmenter = Segmenter(sample_dictionary(lines), compat=compat)
+        assert_segment_rows_like_reference(segmenter, TextBatch.from_strings(lines[:80]), backend)
+
+
+def test_segment_rows_on_a_long_news_line(monkeypatch):
+    """The Han of many news lines as one unpunctuated line, cut into pieces every 256 bytes: the
+    emulated kernels give the Numba twin's words (real frequencies, so real near ties)."""
+    import re
+
+    import gpu_text.cuda_ops.segment as launchers
+    from tests.conftest import shared_data
+    from tests.emulated_backend import emulated_backend
+    from tests.test_launch_counts import sample_dictionary
+
+    folder = shared_data("zh-sogou-news")
+    lines = []
+    for path in sorted(folder.glob("*.txt"))[:20]:
+        lines += [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line]
+    line = "".join(re.findall("[\u4e00-\u9fff]+", "".join(lines)))[:40000]
+    monkeypatch.setattr(launchers, "CHUNK_BYTES", 256)
+    be, cpu = emulated_backend(), get_backend("cpu")
+    for compat in (None, "jieba"):
+        segmenter = Segmenter(sample_dictionary(lines[:400]), compat=compat)
+        batch = TextBatch.from_strings([line, line[:3000], line[7:1000]])
+        want = cpu.op("segment", "segment_rows")(*segment_rows_args(segmenter, batch, cpu))
+        assert_arrays_equal(run_segment_rows(segmenter, segment_rows_args(segmenter, batch, be), be), want)
+
+
+@pytest.mark.parametrize("compat", [None, "jieba"])
+@pytest.mark.parametrize("chunk", [16, 23, 64])
+def test_segment_rows_in_pieces(monkeypatch, compat, chunk):
+    """Runs cut at anchors every few bytes (pieces solved apart, certified or solved again with the
+    exact tail): the reference's words, with ties everywhere (every frequency 1 or 2), runs without
+    any cut point ("一一..." with the word "一一"), mixed rows and rows starting inside a chunk."""
+    import gpu_text.cuda_ops.segment as launchers
+    from tests.emulated_backend import emulated_backend
+
+    monkeypatch.setattr(launchers, "CHUNK_BYTES", chunk)
+    be = emulated_backend()
+    rng = np.random.default_rng(chunk)
+    for size in (60, 200):
+        d = random_dictionary(rng, size)
+        for freqs in (d.freqs, rng.integers(1, 3, len(d)), 1 + rng.permutation(len(d)) * 7919):
+            segmenter = Segmenter(Dictionary(d.words, np.asarray(freqs, np.int64), int(np.sum(freqs)) + 1),
+                                  compat=compat)
+            texts = ["".join(rng.choice(HAN, int(rng.integers(0, 120)))) for _ in range(12)]
+            texts += random_texts(rng, 20) + ["一" * 90, "a1" * 30 + "一" * 20]
+            assert_segment_rows_like_reference(segmenter, TextBatch.from_strings(texts), be)
+    segmenter = Segmenter(Dictionary(["一一", "一二"], np.array([5, 5]), 11), compat=compat)
+    assert_segment_rows_like_reference(segmenter, TextBatch.from_strings(["一" * 99, "一二" * 50 + "一"]), be)

@@ -67,9 +67,14 @@ def test_trained_models_import(options, tmp_path):
     assert model.normalizer().normalize_strings(texts, "cpu") == [reference.normalize(t) for t in texts]
 
 
-def test_unigram_is_refused():
-    with pytest.raises(SentencePieceModelError, match="only BPE models .* this one is UNIGRAM"):
-        parse_sentencepiece_model(trained("unigram"))
+def test_unigram_imports_and_word_char_are_refused():
+    model = parse_sentencepiece_model(trained("unigram"))
+    processor = spm.SentencePieceProcessor(model_proto=trained("unigram"))
+    assert model.model_type == "UNIGRAM"
+    assert model.pieces == [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+    for kind in ("word", "char"):
+        with pytest.raises(SentencePieceModelError, match=f"only UNIGRAM and BPE models .* this one is {kind.upper()}"):
+            parse_sentencepiece_model(trained(kind))
 
 
 def test_truncated_files_name_the_place():

@@ -151,3 +151,111 @@ def test_bad_spans_are_rejected():
     for starts, ends in [([0], [4]), ([2], [1]), ([-1], [1]), ([0, 1], [1])]:
         with pytest.raises(ValueError):
             trie.prefix_search_spans(data, np.array(starts), np.array(ends), "cpu")
+
+
+# ---------------------------------------------------------------- the one-pass prefix search
+
+def emulated_prefix_kernel():
+    from tests.emulated_backend import emulated_backend
+
+    return emulated_backend().runtime.module("trie").get_function("trie_prefix_search")
+
+
+def test_one_megabyte_span_has_no_long_thread():
+    """One 1 MB span of dictionary words and noise: emulated == Numba == reference, and the
+    longest thread walks at most the longest word (plus its span and look-back steps)."""
+    from tests.emulated_backend import emulated_backend
+
+    trie = dictionary(16, 800)
+    rng = np.random.default_rng(16)
+    pieces = [w for w, _ in trie.predictive("")] + [b"\x80", b"\xff", "你".encode()[:2], b" ", b"x"] * 20
+    text = b"".join(pieces[k] for k in rng.integers(0, len(pieces), 2**20 // 4))
+    assert len(text) >= 2**20
+    data = np.frombuffer(text[:2**20], np.uint8)
+    starts, ends = np.array([0, 5, 5, 0], np.int64), np.array([data.size, 5, 9, 0], np.int64)
+    arrays = (trie.state, trie.check, trie.label, trie.eow)
+    expected = reference.trie_prefix_search(*arrays, data, starts, ends)
+    assert_equal_arrays(numba_twins.trie_prefix_search(*arrays, data, starts, ends), expected)
+    assert_equal_arrays(trie.prefix_search_spans(data, starts, ends, emulated_backend()), expected)
+    steps = emulated_prefix_kernel().last_max_steps
+    longest = max(len(w) for w, _ in trie.predictive(""))
+    print("longest thread's steps on a 1 MB span:", steps, "longest word:", longest, "bytes")
+    assert steps <= 2 * longest + 4, steps  # a second walk only above TRIE_KEPT matches at one start
+
+
+def tiled_spans(rng: np.random.Generator, pool: list[bytes], count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`count` consecutive spans, each a copy of a pool string; returns data, starts, ends, picks."""
+    picks = rng.integers(0, len(pool), count)
+    lengths = np.array([len(p) for p in pool], np.int64)[picks]
+    ends = np.cumsum(lengths)
+    table = np.frombuffer(b"".join(pool), np.uint8)
+    firsts = np.concatenate([[0], np.cumsum([len(p) for p in pool])[:-1]]).astype(np.int64)
+    rows = np.repeat(np.arange(count), lengths)
+    within = np.arange(ends[-1]) - (ends - lengths)[rows]
+    data = np.ascontiguousarray(table[firsts[picks][rows] + within])
+    return data, ends - lengths, ends, picks
+
+
+def tiled_prefix_reference(arrays, pool: list[bytes], starts: np.ndarray, picks: np.ndarray):
+    """reference.trie_prefix_search of tiled spans, from each pool string searched alone."""
+    data = np.frombuffer(b"".join(pool), np.uint8)
+    lengths = np.array([len(p) for p in pool], np.int64)
+    pool_starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    e_starts, e_ends, e_values, e_offsets = reference.trie_prefix_search(*arrays, data, pool_starts,
+                                                                          pool_starts + lengths)
+    counts = np.diff(e_offsets)[picks]
+    offsets = np.zeros(picks.size + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    span = np.repeat(np.arange(picks.size), counts)
+    edge = e_offsets[picks][span] + (np.arange(offsets[-1]) - offsets[:-1][span])
+    shift = starts[span] - pool_starts[picks][span]
+    return e_starts[edge] + shift, e_ends[edge] + shift, e_values[edge], offsets
+
+
+@pytest.mark.parametrize("count", [1_000_000, 10_000_000])
+def test_millions_of_tiny_spans(count):
+    """Spans of 0-12 bytes (short words, partial characters, noise) against the reference search
+    of each distinct span: 10M on the Numba twin, 1M also on the emulated one-pass kernel (one
+    emulated thread per byte: 10M spans, 27 MB, would take ~30 CPU seconds)."""
+    from tests.emulated_backend import emulated_backend
+
+    trie = DoubleArrayTrie.build(["你", "你好", "好", "a", "ab", "abc", "b", "\x80".encode("latin-1"), "😀"])
+    pool = [b"", b"a", b"ab", b"abc", "你好".encode(), "你".encode()[:2], "好".encode()[1:], b"\x80", b"xb",
+            "😀".encode(), "a你好b".encode(), b"zz"]
+    data, starts, ends, picks = tiled_spans(np.random.default_rng(count), pool, count)
+    arrays = (trie.state, trie.check, trie.label, trie.eow)
+    expected = tiled_prefix_reference(arrays, pool, starts, picks)
+    assert_equal_arrays(numba_twins.trie_prefix_search(*arrays, data, starts, ends), expected)
+    if count <= 1_000_000:
+        assert_equal_arrays(trie.prefix_search_spans(data, starts, ends, emulated_backend()), expected)
+
+
+def test_more_matches_than_room_searches_again(monkeypatch):
+    """When the first launch's room (an upper bound per byte) is too small, the wrapper launches
+    once more with room for the exact total: the same edges."""
+    from gpu_text.cuda_ops import trie as launchers
+    from tests.cuda_emulator.device_counts import measure
+    from tests.emulated_backend import counting_emulated_backend
+
+    trie, data, span_starts, span_ends, expected = spans_case(1)
+    be = counting_emulated_backend()
+    for per_byte, slack, launches in [(launchers.MATCHES_PER_BYTE, launchers.MATCHES_SLACK, 1), (0, 7, 2)]:
+        monkeypatch.setattr(launchers, "MATCHES_PER_BYTE", per_byte)
+        monkeypatch.setattr(launchers, "MATCHES_SLACK", slack)
+        trie.prefix_search_spans(data, span_starts, span_ends, be)
+        with measure() as counts:
+            got = trie.prefix_search_spans(data, span_starts, span_ends, be)
+        assert_equal_arrays([np.asarray(g) for g in got], expected)
+        # the span check reads one flag; the wrapper reads the byte count and the total
+        assert (counts.launches, counts.syncs) == (launches, 2 + launches), counts
+
+
+@pytest.mark.parametrize("workers,seed", [(4, 0), (3, 99)])
+def test_look_back_across_parallel_workers(workers, seed):
+    from gpu_text.cuda_ops import trie as launchers
+    from tests.test_utf8_kernels import _WorkerRuntime
+
+    trie, data, span_starts, span_ends, expected = spans_case(seed % 3)
+    rt = _WorkerRuntime(workers, seed, "trie")
+    arrays = (trie.state, trie.check, trie.label, trie.eow)
+    assert_equal_arrays(launchers.trie_prefix_search(rt, *arrays, data, span_starts, span_ends), expected)

@@ -100,3 +100,184 @@ def test_every_codepoint_round_trips(backend):
     encoded = utf8.encode(ragged, backend)
     assert encoded.to_bytes_list()[0] == "".join(map(chr, cps.tolist())).encode()
     np.testing.assert_array_equal(host(utf8.decode(encoded, backend).codepoints.values), cps)
+
+
+# ---------------------------------------------------------------- the one-pass decode kernel
+
+def tiled_batch(rng: np.random.Generator, pool: list[bytes], count: int) -> tuple[TextBatch, np.ndarray]:
+    """`count` strings drawn from `pool`, and which one each is."""
+    picks = rng.integers(0, len(pool), count)
+    lengths = np.array([len(p) for p in pool], np.int64)[picks]
+    offsets = np.zeros(count + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    table = np.frombuffer(b"".join(pool), np.uint8)
+    starts = np.concatenate([[0], np.cumsum([len(p) for p in pool])[:-1]]).astype(np.int64)
+    # every byte of the batch: its string's pool entry, at its offset within the string
+    rows = np.repeat(np.arange(count), lengths)
+    within = np.arange(offsets[-1]) - offsets[:-1][rows]
+    data = table[starts[picks][rows] + within] if count else np.zeros(0, np.uint8)
+    return TextBatch(np.ascontiguousarray(data, np.uint8), offsets), picks
+
+
+def tiled_reference(pool: list[bytes], picks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """reference.utf8_decode of a batch made by tiled_batch, from each pool string's own decode
+    (sequences never cross strings, so a batch decodes string by string)."""
+    decoded = [reference.decode_string(p) for p in pool]
+    cps = [np.array([c for c, _ in d], np.uint32) for d in decoded]
+    pos = [np.array([a for _, a in d], np.int64) for d in decoded]
+    counts = np.array([len(d) for d in decoded], np.int64)[picks]
+    rows = np.zeros(picks.size + 1, np.int64)
+    np.cumsum(counts, out=rows[1:])
+    order = np.repeat(picks, counts)
+    within = np.arange(rows[-1]) - rows[:-1][np.repeat(np.arange(picks.size), counts)]
+    flat_cps = np.concatenate(cps + [np.zeros(0, np.uint32)])
+    flat_pos = np.concatenate(pos + [np.zeros(0, np.int64)])
+    firsts = np.concatenate([[0], np.cumsum([len(d) for d in decoded])[:-1]]).astype(np.int64)
+    return flat_cps[firsts[order] + within], flat_pos[firsts[order] + within], rows
+
+
+TINY = [b"", b"a", b"\xe4\xbd\xa0", b"ab", b"\xe4", b"\xc3\xa9x", b"\xf0\x9f\x98\x80", b"\x80", b"\xbd\xa0",
+        b"\xf0\x9f", b"\xed\xa0\x80", b"z\xe4\xbd", b"\xe5\xa5\xbd!", b" "]
+
+
+def assert_decode(batch: TextBatch, expected, backend) -> None:
+    cps, pos, rows = expected
+    decoded = utf8.decode(batch, backend)
+    np.testing.assert_array_equal(host(decoded.codepoints.offsets), rows)
+    np.testing.assert_array_equal(host(decoded.codepoints.values), cps)
+    np.testing.assert_array_equal(host(decoded.byte_offsets.values), pos)
+    assert host(decoded.byte_offsets.values).dtype == np.int32  # under 2 GiB
+
+
+def test_ten_million_tiny_strings():
+    """10M strings of 0-4 bytes (4096-byte tiles holding ~1500 strings each): the Numba twin and
+    the one-pass kernel on the emulator, against the reference decode of each distinct string."""
+    from tests.emulated_backend import emulated_backend
+
+    batch, picks = tiled_batch(np.random.default_rng(10), TINY, 10_000_000)
+    expected = tiled_reference(TINY, picks)
+    assert_decode(batch, expected, "cpu")
+    assert_decode(batch, expected, emulated_backend())
+
+
+def test_one_megabyte_row_has_no_long_thread():
+    """One 1 MB string (Han, ASCII, emoji, malformed bytes): emulated == Numba == reference, and
+    the longest thread of each decode kernel takes a handful of steps, not a row's worth."""
+    from tests.emulated_backend import emulated_backend
+
+    rng = np.random.default_rng(16)
+    pieces = ["你好，世界。".encode(), b"hello ", "😀".encode(), b"\xe4\xbd", b"\x80", b"\xff", "é".encode()]
+    row = b"".join(pieces[k] for k in rng.integers(0, len(pieces), 200_000))[:2**20]
+    batch = batch_of([b"", row, b"x", b""])
+    expected = reference.utf8_decode(batch.data, batch.offsets)
+    assert_decode(batch, expected, "cpu")
+    assert_decode(batch, expected, emulated_backend())
+    module = emulated_backend().runtime.module("utf8")
+    steps = {"utf8_decode": module.get_function("utf8_decode").last_max_steps}
+    utf8.validate(batch, emulated_backend())
+    steps["utf8_string_stats"] = module.get_function("utf8_string_stats").last_max_steps
+    print("longest thread's steps on a 1 MB row:", steps)
+    # one string-start step, one row-offset step, one look-back window, one step for the end
+    assert max(steps.values()) <= 4, steps
+
+
+def _decode_with(rt, data: np.ndarray, offsets: np.ndarray, wide: bool = False):
+    from gpu_text.cuda_ops import utf8 as launchers
+
+    if not wide:
+        return launchers.utf8_decode(rt, data, offsets)
+    saved = launchers.NARROW_POSITIONS_BELOW
+    launchers.NARROW_POSITIONS_BELOW = 0  # the int64 kernel on a small batch
+    try:
+        return launchers.utf8_decode(rt, data, offsets)
+    finally:
+        launchers.NARROW_POSITIONS_BELOW = saved
+
+
+class _WorkerRuntime:
+    """Emulated kernels on several OS threads, with a random fiber schedule: tiles finish out of
+    order and the look-back really waits on tiles of other workers."""
+
+    xp = np
+
+    def __init__(self, workers: int, seed: int, family: str = "utf8") -> None:
+        from gpu_text.kernel_sources import kernel_source_dir, kernel_source_path
+        from tests.cuda_emulator.emulator import EmulatedModule
+
+        self.module = EmulatedModule(str(kernel_source_path(family)), include_dirs=[str(kernel_source_dir())],
+                                     workers=workers)
+        self.seed = seed
+
+    def function(self, family: str, name: str):
+        kernel = self.module.get_function(name)
+        return lambda grid, block, args, shared_mem=0: kernel(grid, block, args, shared_mem, schedule_seed=self.seed)
+
+
+@pytest.mark.parametrize("workers,seed", [(4, 0), (4, 7), (3, 12345)])
+def test_look_back_across_parallel_workers(workers, seed):
+    strings = random_strings(np.random.default_rng(seed), 6000) + straddling_strings()
+    batch = batch_of(strings)
+    expected = reference.utf8_decode(batch.data, batch.offsets)
+    rt = _WorkerRuntime(workers, seed)
+    for wide in (False, True):
+        cps, pos, rows = _decode_with(rt, batch.data, batch.offsets, wide)
+        np.testing.assert_array_equal(rows, expected[2])
+        np.testing.assert_array_equal(cps, expected[0])
+        np.testing.assert_array_equal(pos, expected[1])
+        assert pos.dtype == (np.int64 if wide else np.int32)
+
+
+def test_unaligned_data_and_wide_positions():
+    """Data not 16-byte aligned takes byte loads; the int64 kernel gives the same positions."""
+    from tests.emulated_backend import emulated_backend
+
+    rt = emulated_backend().runtime
+    strings = straddling_strings() + random_strings(np.random.default_rng(3), 500)
+    batch = batch_of(strings)
+    expected = reference.utf8_decode(batch.data, batch.offsets)
+    room = np.zeros(batch.data.size + 32, np.uint8)
+    for shift in (1, 3, 8, 15):
+        data = room[shift:shift + batch.data.size]
+        data[:] = batch.data
+        for wide in (False, True):
+            for got, want in zip(_decode_with(rt, data, batch.offsets, wide), expected):
+                np.testing.assert_array_equal(got, want)
+
+
+def test_decode_is_one_launch_and_one_read():
+    from tests.cuda_emulator.device_counts import measure
+    from tests.emulated_backend import counting_emulated_backend
+
+    be = counting_emulated_backend()
+    batch = batch_of(random_strings(np.random.default_rng(5), 3000))
+    expected = reference.utf8_decode(batch.data, batch.offsets)
+    calls = {"decode": lambda: utf8.decode(batch, be), "char_length": lambda: utf8.char_length(batch, be),
+             "validate": lambda: utf8.validate(batch, be)}
+    counts = {}
+    for name, call in calls.items():
+        call()
+        with measure() as c:
+            result = call()
+        counts[name] = (c.launches, c.syncs)
+        if name == "decode":
+            np.testing.assert_array_equal(np.asarray(result.codepoints.values), expected[0])
+    print("(launches, syncs) per call:", counts)
+    assert counts == {"decode": (1, 1), "char_length": (1, 0), "validate": (1, 0)}
+
+
+def test_a_million_empty_strings_in_one_tile():
+    """Row offsets of strings starting at one byte are written by the whole block (one entry per
+    thread and step), not by the one thread holding that byte."""
+    from tests.emulated_backend import emulated_backend
+
+    pool = [b"", "你好".encode(), b"\xe4\xbd"]
+    picks = np.concatenate([np.zeros(1_000_000, np.int64), [1], np.zeros(1_000_000, np.int64), [2, 0]])
+    lengths = np.array([len(p) for p in pool])[picks]
+    offsets = np.zeros(picks.size + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    batch = TextBatch(np.frombuffer(b"".join(pool[k] for k in picks.tolist()), np.uint8), offsets)
+    expected = tiled_reference(pool, picks)
+    assert_decode(batch, expected, "cpu")
+    assert_decode(batch, expected, emulated_backend())
+    steps = emulated_backend().runtime.module("utf8").get_function("utf8_decode").last_max_steps
+    assert steps <= 2 * -(-picks.size // 256) + 2, steps

@@ -35,6 +35,7 @@ from gpu_text.crf.patterns import parse_patterns
 from gpu_text.crf.model_file import FORMAT, FORMAT_V1, ModelReader as _ModelReader, escape as _escape
 from gpu_text.crf.segmentation import SegmentationFeatures, joined_words
 from gpu_text.estimator import Estimator
+from gpu_text.trie.double_array import _device_key
 
 # Wapic's Chinese word segmentation template (the seed's 10 unigram patterns and the transitions) over
 # raw characters: CRF(pattern=None) on one-column data, and models saved before segmentation columns.
@@ -179,6 +180,8 @@ class CRF(Estimator):
                 predicted, _ = self._op(backend, "viterbi")(*self._split(x), dev.seq_offsets, dev.u_offsets,
                                                             dev.u_ids, dev.b_offsets, dev.b_ids)
                 error = 100.0 * float((predicted != dev.labels).mean()) if dev.n_tokens else 0.0
+            elif step.extra:  # the device's error count, read with the iteration's scalars
+                error = 100.0 * (step.extra[0] / data.n_tokens) if data.n_tokens else 0.0
             else:  # posterior decoding of the last evaluation, which is the accepted point's
                 error = self._posterior_error(backend, *last_decoding) if last_decoding else math.nan
             now, cpu = time.perf_counter(), time.process_time()
@@ -201,9 +204,13 @@ class CRF(Estimator):
         else:
             train = data.to(backend.xp)
             tables = self._transposed(train)
+            order = backend.op("crf", "sequence_order")(train.seq_offsets)  # longest first, once
+            on_device = array_module(x0) is not np
 
-            def objective(x: Any, norm2: float | None) -> tuple[float, Any]:
-                value, gradient, marginals = self._objective(backend, train, tables, x, 1.0, norm2)
+            def objective(x: Any, norm2: Any) -> tuple:
+                value, gradient, marginals = self._objective(backend, train, tables, x, 1.0, norm2, order)
+                if on_device and dev is None:  # the error count travels with the optimiser's one readback
+                    return value, gradient, (marginals.argmax(axis=1) != train.labels).sum().reshape(1)
                 last_decoding[:] = (marginals, train.labels)
                 return value, gradient
 
@@ -225,13 +232,19 @@ class CRF(Estimator):
         return x[:cut].reshape(-1, n_labels), x[cut:].reshape(-1, n_labels, n_labels)
 
     def _objective(self, backend: Backend, data: Encoded, tables: tuple, x: Any, share: float,
-                   norm2: float | None = None) -> tuple[float, Any, Any]:
+                   norm2: Any = None, order: Any = None) -> tuple[Any, Any, Any]:
         """Σ(logZ − path score) + share·ρ2/2‖x‖², its gradient, and the marginals (for the error rate);
-        ``norm2`` is ‖x‖² when the caller has it (the optimiser's pass that formed x took it)."""
+        ``norm2`` is ‖x‖² when the caller has it (the optimiser's pass that formed x took it), ``order``
+        the sequences' order for the recursion (``sequence_order``). The value is a float for host
+        vectors and a device scalar, not read, for device ones. exp(bigram) is taken once, for the
+        forward-backward and the bigram gradient."""
         xp = backend.xp
+        on_device = array_module(x) is not np
         unigram, bigram = self._split(x)
+        exp_bigram = xp.exp(bigram)
         alpha, omega, marginals, log_z, gold = backend.op("crf", "forward_backward")(
-            unigram, bigram, data.seq_offsets, data.u_offsets, data.u_ids, data.b_offsets, data.b_ids, data.labels)
+            unigram, bigram, data.seq_offsets, data.u_offsets, data.u_ids, data.b_offsets, data.b_ids, data.labels,
+            exp_bigram=exp_bigram, order=order)
         (u_occ, u_chunks, u_features), (b_occ, b_chunks, b_features) = tables
         # the reductions write straight into the one gradient vector and add the L2 term's gradient
         # as they go: no concatenation, no extra pass over millions of weights; the tokens' own unigram
@@ -242,7 +255,10 @@ class CRF(Estimator):
         backend.op("crf", "unigram_gradient")(marginals, data.labels, u_occ, u_chunks, u_features, unigram, l2, grad_u,
                                               data.u_offsets, data.u_ids)
         backend.op("crf", "bigram_gradient")(bigram, alpha, omega, data.labels, data.b_offsets, data.b_ids, b_occ,
-                                             b_chunks, b_features, bigram, l2, grad_b)
+                                             b_chunks, b_features, bigram, l2, grad_b, exp_bigram=exp_bigram)
+        if on_device:
+            norm2 = xp.dot(x, x) if norm2 is None else norm2
+            return (log_z - gold).sum() + 0.5 * share * self.rho2 * norm2, gradient, marginals
         if norm2 is None:
             norm2 = vector_op("dot")(x, x) if xp is np else float(xp.dot(x, x))
         value = float((log_z - gold).sum()) + 0.5 * share * self.rho2 * norm2
@@ -275,7 +291,18 @@ class CRF(Estimator):
         self.unigram_weights_, self.bigram_weights_ = np.ascontiguousarray(unigram), np.ascontiguousarray(bigram)
 
     def _weights(self, backend: Backend) -> tuple[Any, Any]:
-        return backend.asarray(self.unigram_weights_), backend.asarray(self.bigram_weights_)
+        """The weights on the backend's device, copied there once per device and weight arrays
+        (weights a fit or a loader sets are new arrays, which replace the copies; an edit in place
+        reaches a GPU only with new arrays). Host backends use the arrays themselves."""
+        host = (self.unigram_weights_, self.bigram_weights_)
+        if backend.xp is np:
+            return host
+        copies = vars(self).setdefault("_device_weights", {})
+        key = _device_key(backend.xp)
+        kept = copies.get(key)
+        if kept is None or kept[0] is not host[0] or kept[1] is not host[1]:
+            kept = copies[key] = (*host, backend.asarray(host[0]), backend.asarray(host[1]))
+        return kept[2], kept[3]
 
     @staticmethod
     def _op(backend: Backend, name: str):

@@ -267,12 +267,14 @@ class Step:
     gradient_norm: float  # of the (pseudo-)gradient
     evaluations: int
     x_norm2: float = math.nan  # x · x of the accepted point where a pass took it (L-BFGS), else NaN
-    active: int = -1  # its non-zero weights where a pass counted them (L-BFGS on the CPU), else -1
+    active: int = -1  # its non-zero weights where a pass counted them (CPU L-BFGS, the device), else -1
+    extra: tuple = ()  # device path: the figures of ``fun``'s third result, read with the iteration's scalars
 
 
 def minimize(fun: Callable[..., tuple[float, Any]], x0: Any, *, rho1: float = 0.0, history: int = 5,
              max_iterations: int = 100, max_linesearch: int = 40, epsilon: float = 1e-5,
-             callback: Callable[[Step, Any], bool] | None = None, pass_norm: bool = False) -> Any:
+             callback: Callable[[Step, Any], bool] | None = None, pass_norm: bool = False,
+             device: bool | None = None) -> Any:
     """Minimise ``fun(x)[0] + rho1·‖x‖₁`` (``fun`` returns the smooth value and its gradient).
 
     Stops after ``max_iterations``, when ‖pseudo-gradient‖ ≤ ``epsilon``·max(1, ‖x‖), when the line
@@ -282,6 +284,11 @@ def minimize(fun: Callable[..., tuple[float, Any]], x0: Any, *, rho1: float = 0.
     that formed ``x`` took it (L-BFGS's trial points) and None otherwise, so that an L2 term needs
     no pass of its own.
 
+    Device vectors (``device=None``: whenever ``x0`` is not a numpy array; ``device=True`` runs
+    that path on numpy) take :func:`gpu_text.crf.optimize_device.minimize_device`: one copy of
+    the iteration's scalars to the host per evaluation, ``xx`` a device scalar, and ``fun`` may
+    return ``(f, g, extra)`` with ``f`` a device scalar and ``extra`` figures for ``Step.extra``.
+
     >>> f = lambda x: (float(((x - 3) ** 2).sum()), 2 * (x - 3))
     >>> minimize(f, np.zeros(2)).round(6).tolist()
     [3.0, 3.0]
@@ -289,6 +296,12 @@ def minimize(fun: Callable[..., tuple[float, Any]], x0: Any, *, rho1: float = 0.
     [1.0, 1.0]
     """
     evaluate = fun if pass_norm else (lambda v, _: fun(v))
+    if (array_module(x0) is not np) if device is None else device:
+        from gpu_text.crf.optimize_device import minimize_device  # imported when used
+
+        return minimize_device(evaluate, x0, rho1=rho1, gram=History(history, np.zeros(1), fused=False),
+                               max_iterations=max_iterations, max_linesearch=max_linesearch, epsilon=epsilon,
+                               callback=callback, step_record=Step, pseudo_gradient=pseudo_gradient)
     x = x0.copy()
     f, g = evaluate(x, None)
     evaluations = 1

@@ -34,6 +34,32 @@ def blocks_for(n_items: int, items_per_block: int) -> int:
     return -(-n_items // items_per_block)
 
 
+# An observer of every launch (the device check's per-kernel timing, benchmarks/device_kernels.py):
+# None, the default, costs :func:`launch` one global read.
+LaunchHook = Callable[[Callable[..., None], tuple, tuple, tuple, int], None]
+_launch_hook: LaunchHook | None = None
+
+
+def set_launch_hook(hook: LaunchHook | None) -> LaunchHook | None:
+    """Make ``hook(kernel, grid, block, args, shared_mem)`` launch every kernel in place of
+    :func:`launch` (it must call ``kernel(grid, block, args, shared_mem=shared_mem)`` itself, e.g.
+    between two CUDA events); ``None`` removes it. Returns the hook it replaces.
+
+    >>> seen = []
+    >>> def hook(kernel, grid, block, args, shared_mem):
+    ...     seen.append(grid)
+    ...     kernel(grid, block, args, shared_mem=shared_mem)
+    >>> previous = set_launch_hook(hook)
+    >>> launch(lambda *a, **k: print("ran"), 3, ())
+    ran
+    >>> set_launch_hook(previous) is hook, seen
+    (True, [(3, 1, 1)])
+    """
+    global _launch_hook
+    previous, _launch_hook = _launch_hook, hook
+    return previous
+
+
 def launch(kernel: Callable[..., None], n_blocks: int, args: Sequence[Any], shared_mem: int = 0) -> None:
     """Launch ``kernel`` on ``n_blocks`` blocks of :data:`BLOCK` threads; nothing when 0 blocks.
 
@@ -42,6 +68,9 @@ def launch(kernel: Callable[..., None], n_blocks: int, args: Sequence[Any], shar
     ran (2, 1, 1)
     """
     if n_blocks <= 0:
+        return
+    if _launch_hook is not None:
+        _launch_hook(kernel, (int(n_blocks), 1, 1), (BLOCK, 1, 1), tuple(args), shared_mem)
         return
     kernel((int(n_blocks), 1, 1), (BLOCK, 1, 1), tuple(args), shared_mem=shared_mem)
 

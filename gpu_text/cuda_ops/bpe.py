@@ -11,54 +11,122 @@ from gpu_text.cuda_ops import BLOCK, KernelRuntime, blocks_for, i64, launch
 # than by one thread. Not tuned on a GPU yet; the tests lower it to run both paths on small inputs.
 LONG_BYTES = 512
 _LONG_ARRAYS = 10  # LONG_ARRAYS in cuda/bpe.cu
+# Pre-tokens longer than this many bytes and at most WARP_MAX_BYTES are merged by a warp each
+# (bpe_merge_warp), shorter ones by a thread. Not tuned on a GPU yet; the tests move it.
+WARP_BYTES = 48
+WARP_MAX_BYTES = 512  # WARP_MAX_BYTES in cuda/bpe.cu
+WARP_BLOCK = 128  # WARP_BLOCK in cuda/bpe.cu: four warps, each with its pre-token's symbols in shared memory
+# Blocks of the grid-stride launches over long and medium pre-tokens (the host does not know how
+# many there are).
+LONG_GRID = 256
+WARP_GRID = 1024
+
+
+def _model(rt: KernelRuntime, scores: Any, byte_ids: Any, unk_id: int, tables: Any) -> tuple:
+    """The model's run of kernel arguments (``GT_MODEL_PARAMS``); ``tables`` may already be on the
+    device (the model keeps them there), when ``xp.asarray`` copies nothing."""
+    xp = rt.xp
+    t = {name: xp.asarray(getattr(tables, name)) for name in tables._fields}
+    return (t["char_keys"], t["char_ids"], i64(t["char_keys"].size), t["bmp_ids"], t["merge_keys"], t["merge_ids"],
+            i64(t["merge_keys"].size), t["join_keys"], i64(t["join_keys"].size), np.int32(scores.size), scores,
+            byte_ids, np.int32(unk_id))
+
+
+def _merge_and_emit(rt: KernelRuntime, data: Any, token_starts: Any, token_ends: Any, n_tokens: int, found: tuple,
+                    model: tuple, n_long: Any, rows: Any = None) -> tuple[Any, Any, Any, Any, Any]:
+    """Merges (a thread per short pre-token, a warp per medium one, a block per long one) and
+    emits the pre-tokens ``[token_starts[k], token_ends[k])``: at most ``n_tokens`` of them;
+    ``found`` = (device count, 1) when the device holds their number, else (any array, 0).
+    ``n_long`` (two uint64: the long and the medium pre-tokens' counts) is zeroed. ``rows``: the
+    number of pre-tokens before every text row (``bpe_pre_tokens``), to give the first id of every
+    row too. One host read: the number of ids. Returns ids, their spans, the per-pre-token offsets
+    and the row offsets (or None)."""
+    xp = rt.xp
+    size = data.size
+    sym_len, sym_next, sym_prev, sym_id = (xp.empty(size, xp.int32) for _ in range(4))
+    # one scratch for both passes: the short pre-tokens' heaps (3 slots per byte, 3 arrays), then
+    # the long ones' LONG_ARRAYS arrays and pair scores, all at the pre-token's byte positions
+    scratch = xp.empty((_LONG_ARRAYS + 1) * size, xp.int32)
+    heap_score, heap_left, heap_size = scratch[:3 * size].view(xp.float32), scratch[3 * size:6 * size], \
+        scratch[6 * size:9 * size]
+    # bounds on the long and medium pre-tokens: each has more than LONG_BYTES (WARP_BYTES) bytes
+    most_long = min(n_tokens, size // (LONG_BYTES + 1))
+    most_medium = min(n_tokens, size // (WARP_BYTES + 1)) if WARP_BYTES < min(LONG_BYTES, WARP_MAX_BYTES) else 0
+    long_list = xp.empty(max(most_long, 1), xp.int64)
+    medium_list = xp.empty(max(most_medium, 1), xp.int64)
+    counts = xp.empty(max(n_tokens, 1), xp.int64)
+    offsets = xp.empty(n_tokens + 1, xp.int64)
+    launch(rt.function("bpe", "bpe_merge"), blocks_for(max(n_tokens, 1), BLOCK),
+           (data, token_starts, token_ends, i64(n_tokens), *found, *model, sym_len, sym_next, sym_prev, sym_id,
+            heap_score, heap_left, heap_size, i64(LONG_BYTES), counts, n_long, long_list, offsets,
+            i64(WARP_BYTES if most_medium else WARP_MAX_BYTES), medium_list))
+    warp_grid = min(WARP_GRID, blocks_for(most_medium, WARP_BLOCK // 32))
+    if warp_grid:
+        rt.function("bpe", "bpe_merge_warp")((warp_grid, 1, 1), (WARP_BLOCK, 1, 1), (
+            data, token_starts, token_ends, medium_list, n_long[1:], *model, sym_len, sym_next, sym_prev, sym_id,
+            counts))
+    long_grid = min(LONG_GRID, most_long)
+    launch(rt.function("bpe", "bpe_merge_long"), long_grid,
+           (data, token_starts, token_ends, long_list, n_long, i64(size), scratch[:_LONG_ARRAYS * size],
+            scratch[_LONG_ARRAYS * size:].view(xp.float32), *model, sym_len, sym_next, sym_prev, sym_id, counts))
+    del scratch, heap_score, heap_left, heap_size  # freed before the output is allocated
+    if n_tokens:
+        xp.cumsum(counts[:n_tokens], out=offsets[1:])
+    total = int(offsets[-1])
+    ids = xp.empty(total, xp.int32)
+    id_starts = xp.empty(total, xp.int64)
+    id_ends = xp.empty(total, xp.int64)
+    n_rows = -1 if rows is None else rows.size - 1
+    row_offsets = offsets if rows is None else xp.empty(n_rows + 1, xp.int64)
+    short_blocks = blocks_for(max(n_tokens, n_rows + 1), BLOCK)  # then long_grid blocks for the long ones
+    launch(rt.function("bpe", "bpe_emit"), short_blocks + long_grid,
+           (data, token_starts, token_ends, i64(n_tokens), *found, *model, sym_len, sym_next, sym_id, offsets,
+            i64(LONG_BYTES), ids, id_starts, id_ends, offsets if rows is None else rows, i64(n_rows), row_offsets,
+            i64(short_blocks), long_list, n_long, sym_prev))
+    return ids, id_starts, id_ends, offsets, None if rows is None else row_offsets
 
 
 def bpe_encode(rt: KernelRuntime, data: Any, token_starts: Any, token_ends: Any, state: Any, check: Any, label: Any,
                eow: Any, scores: Any, byte_ids: Any, unk_id: int, tables: Any) -> tuple[Any, Any, Any, Any]:
     """Ids (int32) of every pre-token, each id's byte span in ``data``, and per-pre-token offsets.
 
-    Short pre-tokens get a thread each (a heap of candidate pairs), long ones a block each (rounds
-    over all parts at once); both merge symbol ids through the model's ``MergeTables``
-    (``tables``) and give the ids of the CPU twin. The trie arrays (``state`` … ``eow``) are the
-    reference twin's way to find pieces and are not needed here."""
+    Short pre-tokens get a thread each (a heap of candidate pairs), medium ones (more than
+    ``WARP_BYTES``, at most ``WARP_MAX_BYTES``) a warp each (the best pair by a warp max-reduce),
+    long ones a block each (rounds over all parts at once); all merge symbol ids through the
+    model's ``MergeTables`` (``tables``) and give the ids of the CPU twin. The trie arrays
+    (``state`` … ``eow``) are the reference twin's way to find pieces and are not needed here. One
+    host read (the number of ids)."""
     xp = rt.xp
     n = token_starts.size
-    size = data.size
-    t = {name: xp.asarray(getattr(tables, name)) for name in tables._fields}
-    model = (t["char_keys"], t["char_ids"], i64(t["char_keys"].size), t["bmp_ids"], t["merge_keys"], t["merge_ids"],
-             i64(t["merge_keys"].size), t["join_keys"], i64(t["join_keys"].size), np.int32(scores.size), scores,
-             byte_ids, np.int32(unk_id))
-    sym_len, sym_next, sym_prev, sym_id = (xp.empty(size, xp.int32) for _ in range(4))
-    heap_score = xp.empty(3 * size, xp.float32)
-    heap_left = xp.empty(3 * size, xp.int32)
-    heap_size = xp.empty(3 * size, xp.int32)
-    counts = xp.zeros(n, xp.int64)
-    launch(rt.function("bpe", "bpe_merge"), blocks_for(n, BLOCK),
-           (data, token_starts, token_ends, i64(n), *model, sym_len, sym_next, sym_prev, sym_id, heap_score,
-            heap_left, heap_size, i64(LONG_BYTES), counts))
-    del heap_score, heap_left, heap_size  # freed before the long pre-tokens' scratch and the output
-    lengths = token_ends - token_starts
-    long_tokens = xp.flatnonzero(lengths > LONG_BYTES).astype(xp.int64)
-    if long_tokens.size:
-        work_at = xp.zeros(long_tokens.size + 1, xp.int64)
-        xp.cumsum(lengths[long_tokens], out=work_at[1:])
-        work_size = int(work_at[-1])
-        work = xp.empty(_LONG_ARRAYS * work_size, xp.int32)
-        pair_score = xp.empty(work_size, xp.float32)
-        launch(rt.function("bpe", "bpe_merge_long"), long_tokens.size,
-               (data, token_starts, token_ends, long_tokens, work_at, i64(work_size), work, pair_score, *model,
-                sym_len, sym_next, sym_prev, sym_id, counts))
-        del work, pair_score  # freed before the output is allocated
-    offsets = xp.zeros(n + 1, xp.int64)
-    xp.cumsum(counts, out=offsets[1:])
-    total = int(offsets[-1])
-    ids = xp.empty(total, xp.int32)
-    id_starts = xp.empty(total, xp.int64)
-    id_ends = xp.empty(total, xp.int64)
-    launch(rt.function("bpe", "bpe_emit"), blocks_for(n, BLOCK),
-           (data, token_starts, token_ends, i64(n), *model, sym_len, sym_next, sym_id, offsets, i64(LONG_BYTES),
-            ids, id_starts, id_ends))
-    launch(rt.function("bpe", "bpe_emit_long"), long_tokens.size,
-           (data, token_starts, token_ends, long_tokens, *model, sym_len, sym_next, sym_prev, sym_id, offsets, ids,
-            id_starts, id_ends))
+    n_long = xp.zeros(2, xp.uint64)
+    ids, id_starts, id_ends, offsets, _ = _merge_and_emit(rt, data, token_starts, token_ends, n,
+                                                          (token_starts, np.int32(0)),
+                                                          _model(rt, scores, byte_ids, unk_id, tables), n_long)
     return ids, id_starts, id_ends, offsets
+
+
+def bpe_encode_rows(rt: KernelRuntime, data: Any, offsets: Any, marks: Any, state: Any, check: Any, label: Any,
+                    eow: Any, scores: Any, byte_ids: Any, unk_id: int, tables: Any) -> tuple[Any, Any, Any, Any]:
+    """Ids (int32) of the texts ``data[offsets[r]:offsets[r + 1]]`` cut into pre-tokens where
+    ``marks`` (one per byte, ``pretokenize_marks``) is non-zero, each id's byte span in ``data``,
+    and the ids' row offsets (int64, one per text and the end).
+
+    The pre-tokens are found on the device and their number stays there (the grids are sized by
+    the byte count, which bounds it): one host read, the number of ids."""
+    xp = rt.xp
+    n_bytes = int(data.size)
+    rank = xp.cumsum(marks != 0, dtype=xp.int64)  # inclusive: the pre-tokens up to each byte
+    token_starts = xp.empty(n_bytes, xp.int64)
+    token_ends = xp.empty(n_bytes, xp.int64)
+    n_long = xp.empty(2, xp.uint64)
+    n_rows = offsets.size - 1
+    row_first = xp.empty(n_rows + 1, xp.int64)
+    # the count rides along in a copy of rank's last entry (rank itself is freed before the merge)
+    count = xp.empty(1, xp.int64)
+    launch(rt.function("bpe", "bpe_pre_tokens"), blocks_for(max(n_bytes, n_rows + 1), BLOCK),
+           (marks, rank, i64(n_bytes), offsets, i64(n_rows), token_starts, token_ends, row_first, n_long, count))
+    del rank
+    ids, id_starts, id_ends, _, row_offsets = _merge_and_emit(
+        rt, data, token_starts, token_ends, n_bytes, (count, np.int32(1)), _model(rt, scores, byte_ids, unk_id, tables),
+        n_long, row_first)
+    return ids, id_starts, id_ends, row_offsets

@@ -10,9 +10,9 @@ from gpu_text.cuda_ops import BLOCK, KernelRuntime, blocks_for, i64, launch
 
 def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any, edge_starts: Any,
                     edge_ends: Any, edge_values: Any, span_edge_offsets: Any, weights: Any, fallback_weight: float,
-                    max_edges_per_start: int) -> tuple[Any, Any, Any, Any]:
+                    max_edges_per_start: int, mode: int = 0) -> tuple[Any, Any, Any, Any]:
     """Best path of every span: token starts, ends (int64), values (int32, -1: fallback character)
-    and each span's token offsets (int64, n_spans + 1)."""
+    and each span's token offsets (int64, n_spans + 1); ``mode`` as in ``cpu_fallback.lattice``."""
     xp = rt.xp
     n = span_starts.size
     scratch_offsets = xp.zeros(n + 1, xp.int64)
@@ -25,7 +25,7 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
         weights = xp.zeros(1, xp.float64)
     launch(rt.function("lattice", "lattice_route"), blocks_for(n, BLOCK),
            (data, span_starts, span_ends, i64(n), edge_starts, edge_ends, edge_values, span_edge_offsets, weights,
-            np.float64(fallback_weight), i64(max_edges_per_start), scratch_offsets, score, route, value, counts))
+            np.float64(fallback_weight), i64(max_edges_per_start), i64(mode), scratch_offsets, score, route, value, counts))
     token_offsets = xp.zeros(n + 1, xp.int64)
     xp.cumsum(counts, out=token_offsets[1:])
     total = int(token_offsets[-1])

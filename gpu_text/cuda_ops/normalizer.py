@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from gpu_text.arrays import to_host
 from gpu_text.cuda_ops import BLOCK, KernelRuntime, blocks_for, i64, launch
 from gpu_text.ragged import row_ids
 
@@ -12,11 +13,12 @@ from gpu_text.ragged import row_ids
 CHUNK = 256
 
 
-def _walk(rt: KernelRuntime, step_args: tuple, n_rows: int, n_bytes: int, symbol_length: np.int32,
-          flags: tuple[np.int32, np.int32], counts: Any, drops: Any) -> None:
-    """The steps every string takes and what each emits (``counts``, ``drops``), chunk-parallel:
-    speculative walks per chunk, joined, the strings whose walks did not meet redone exactly,
-    then the emission with the space state carried across chunks (``cuda/normalizer.cu``)."""
+def _walk(rt: KernelRuntime, step_args: tuple, n_rows: int, n_bytes: int, symbol: Any,
+          flags: tuple[np.int32, np.int32], counts: Any, drops: Any, row_last: Any, slot_offsets: Any) -> None:
+    """The steps every string takes and what each emits (``counts``, ``drops``, ``row_last``),
+    chunk-parallel: speculative walks per chunk, joined, the strings whose walks did not meet
+    redone exactly, then the emission with the space state carried across chunks
+    (``cuda/normalizer.cu``); it also sets ``slot_offsets[0]``."""
     xp = rt.xp
     n_chunks = -(-n_bytes // CHUNK)
     grid = blocks_for(n_chunks, BLOCK)
@@ -30,9 +32,11 @@ def _walk(rt: KernelRuntime, step_args: tuple, n_rows: int, n_bytes: int, symbol
            (*step_args, *sizes, flags[0], land, exits, entries, states, sets, first_marked))
     launch(rt.function("normalizer", "normalize_chunk_resolve"), blocks_for(n_rows, BLOCK),
            (*step_args, i64(n_bytes), flags[0], land, exits, entries, states, sets, first_marked))
-    xp.cumsum(sets, out=set_count)
-    launch(rt.function("normalizer", "normalize_chunk_emit"), grid,
-           (*step_args, *sizes, symbol_length, *flags, entries, states, set_count, counts, drops))
+    if n_chunks:
+        xp.cumsum(sets, out=set_count)
+    launch(rt.function("normalizer", "normalize_chunk_emit"), max(grid, 1),
+           (*step_args, *sizes, symbol, np.int32(symbol.size), *flags, entries, states, set_count, counts, drops,
+            row_last, slot_offsets))
 
 
 def normalize_text(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any, targets: Any,
@@ -40,25 +44,46 @@ def normalize_text(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: A
                    dummy: int, aligned: int = 1) -> tuple[Any, Any, Any]:
     """Normalized bytes (uint8), their row offsets (int64, n + 1) and, when ``aligned``, the
     alignment (int64: per string, the original offset of every normalized byte and then the
-    string's original length; None otherwise)."""
+    string's original length; None otherwise).
+
+    One host read: the output size (with a flag saying whether the trailing symbols could be
+    stripped on the counts, which holds unless the symbol or a target is not whole characters;
+    then the written rows are trimmed and packed, two reads more)."""
     xp = rt.xp
     n_rows, n_bytes = offsets.size - 1, data.size
     flags = (np.int32(bool(collapse)), np.int32(bool(dummy)))
     steps = xp.empty(n_bytes, xp.int32)
     sources = xp.empty(n_bytes, xp.int32)
-    launch(rt.function("normalizer", "normalize_match"), blocks_for(n_bytes, BLOCK),
-           (state, check, label, eow, np.int32(state.size), data, offsets, i64(n_rows), i64(n_bytes), steps, sources))
-    counts = xp.zeros(n_bytes + n_rows, xp.int64)
-    drops = xp.zeros(n_bytes, xp.int32)
+    row_last = xp.empty(n_rows, xp.int64)
+    n_slots = n_bytes + n_rows
+    # the counts of every slot and the straddle flag after them (zeroed by normalize_match)
+    scratch = xp.empty(n_slots + 1, xp.int64)
+    counts, straddle = scratch[:n_slots], scratch[n_slots:]
+    drops = xp.empty(n_bytes, xp.int32)
+    launch(rt.function("normalizer", "normalize_match"), blocks_for(max(n_bytes, n_rows + 1), BLOCK),
+           (state, check, label, eow, np.int32(state.size), data, offsets, i64(n_rows), i64(n_bytes), steps, sources,
+            row_last, scratch, drops))
     step_args = (steps, sources, targets, target_offsets, data, offsets, i64(n_rows))
-    _walk(rt, step_args, n_rows, n_bytes, np.int32(symbol.size), flags, counts, drops)
-    slot_offsets = xp.zeros(counts.size + 1, xp.int64)
-    xp.cumsum(counts, out=slot_offsets[1:])
-    total = int(slot_offsets[-1])
+    slot_offsets = xp.empty(n_slots + 2, xp.int64)
+    _walk(rt, step_args, n_rows, n_bytes, symbol, flags, counts, drops, row_last, slot_offsets)
+    if collapse:
+        launch(rt.function("normalizer", "normalize_trim_steps"), blocks_for(n_bytes, BLOCK),
+               (*step_args, i64(n_bytes), symbol, np.int32(symbol.size), drops, row_last, counts, straddle))
+    # the flag rides on the scan: the last two sums are the total and the total plus the flag
+    xp.cumsum(scratch[:n_slots + 1], out=slot_offsets[1:])
+    total, flagged = (int(v) for v in to_host(slot_offsets[-2:]))
+    flagged -= total
     out = xp.empty(total, xp.uint8)
+    write = rt.function("normalizer", "normalize_write")
+    write_args = (*step_args, i64(n_bytes), symbol, np.int32(symbol.size), counts, slot_offsets, drops)
+    if not flagged:
+        new_offsets = xp.empty(n_rows + 1, xp.int64)
+        alignment = xp.empty(total + n_rows if aligned else 1, xp.int64)
+        launch(write, blocks_for(max(n_bytes, n_rows + 1), BLOCK),
+               (*write_args, np.int32(1), np.int32(bool(aligned)), out, alignment, new_offsets))
+        return out, new_offsets, (alignment if aligned else None)
     align = xp.empty(total, xp.int64)
-    launch(rt.function("normalizer", "normalize_write"), blocks_for(n_bytes, BLOCK),
-           (*step_args, i64(n_bytes), symbol, np.int32(symbol.size), counts, slot_offsets, drops, out, align))
+    launch(write, blocks_for(n_bytes, BLOCK), (*write_args, np.int32(0), np.int32(1), out, align, slot_offsets))
     lengths = xp.empty(n_rows, xp.int64)
     launch(rt.function("normalizer", "normalize_trim"), blocks_for(n_rows, BLOCK),
            (out, slot_offsets, offsets, i64(n_rows), symbol, np.int32(symbol.size), flags[0], lengths))

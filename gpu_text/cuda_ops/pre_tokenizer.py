@@ -14,9 +14,10 @@ SUPER = 256
 MAX_STATES = 16
 
 
-def pretokenize(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any) -> tuple[Any, Any]:
-    """Pre-token starts (int64 positions in ``data``, ascending) and the symbol of each one's first
-    character (uint8), for the compiled split ``dfa`` (a ``PreTokenDFA``).
+def pretokenize_marks(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any) -> Any:
+    """Per byte of ``data`` (uint8): 0, or at every pre-token start 1 + the symbol of its first
+    character, for the compiled split ``dfa`` (a ``PreTokenDFA``). No host read: the output has
+    the input's size.
 
     Chunk-parallel (``cuda/pre_tokenizer.cu``): cuts, DFA summaries per chunk and per
     ``SUPER`` chunks, the chain of
@@ -30,8 +31,9 @@ def pretokenize(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any) -> tuple[A
     n_chunks = -(-n_bytes // CHUNK)
     space = np.uint32(dfa.space)
     cuts = xp.empty(n_bytes, xp.uint8)
+    marks = xp.empty(n_bytes, xp.uint8)
     launch(rt.function("pre_tokenizer", "pretokenize_cuts"), blocks_for(n_bytes, BLOCK),
-           (data, offsets, i64(n_strings), i64(n_bytes), xp.asarray(dfa.joinable.ravel()), space, cuts))
+           (data, offsets, i64(n_strings), i64(n_bytes), xp.asarray(dfa.joinable.ravel()), space, cuts, marks))
     exit_state = xp.empty(n_chunks * n_states, xp.int32)
     last_accept = xp.empty(n_chunks * n_states, xp.int64)
     # per chunk: its first character, land, exits, entries
@@ -51,7 +53,15 @@ def pretokenize(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any) -> tuple[A
     launch(rt.function("pre_tokenizer", "pretokenize_join"), grid, (*scan, land, exits, entries, first_marked))
     launch(rt.function("pre_tokenizer", "pretokenize_resolve"), blocks_for(n_strings, BLOCK),
            (*scan, land, exits, entries, first_marked))
-    marks = xp.zeros(n_bytes, xp.uint8)
     launch(rt.function("pre_tokenizer", "pretokenize_scan"), grid, (*scan, entries, marks))
+    return marks
+
+
+def pretokenize(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any) -> tuple[Any, Any]:
+    """Pre-token starts (int64 positions in ``data``, ascending) and the symbol of each one's first
+    character (uint8), for the compiled split ``dfa`` (a ``PreTokenDFA``): the marks of
+    :func:`pretokenize_marks`, gathered (one host read, the count)."""
+    xp = rt.xp
+    marks = pretokenize_marks(rt, data, offsets, dfa)
     starts = xp.flatnonzero(marks).astype(xp.int64)
     return starts, (marks[starts] - 1).astype(xp.uint8)

@@ -99,3 +99,71 @@ def viterbi_loss(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any,
             np.float64(unknown_weight), np.int32(bool(jieba_mode)), scratch_offsets, scores, job_spans, job_starts,
             job_ends, i64(n_jobs), job_scratch_offsets, job_scratch, losses))
     return losses
+
+
+# At most this many blocks run segment_pieces and segment_resolve (grid-stride loops over a list
+# whose length only the device knows): about one resident wave of an H200 (132 SMs x 2048 threads).
+LIST_BLOCKS = 1024
+# Bytes between two anchors (the longest runs are cut near each one): a thread's work is about a
+# chunk. Tests lower it to cut small inputs into many pieces.
+CHUNK_BYTES = 2048
+
+
+def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any, data: Any, offsets: Any,
+                 weights: Any, unknown_weight: float, tail_score: float, jieba_mode: bool, *,
+                 max_word_bytes: int | None = None, weight_bound: float = 0.0) -> tuple[Any, Any, Any, Any]:
+    """The whole segmentation of every row (the Numba twin's one pass per row): word starts and
+    ends (int64, relative to the row), word ids (int32, -1 off the dictionary) and row offsets.
+
+    Seven kernels and one prefix sum (see the end of ``cuda/segment.cu``); the one
+    host read is the word count, which sizes the outputs. Scratch is per byte of ``data``.
+    ``max_word_bytes`` (the trie's longest word) and ``weight_bound`` (at least every finite
+    ``|weight|``, ``|unknown_weight|`` and ``|tail_score|``) let long runs be cut into pieces of about
+    :data:`CHUNK_BYTES`; without them every run is one piece (the same words)."""
+    xp = rt.xp
+    n = int(data.size)
+    n_rows = int(offsets.size) - 1
+    jieba = np.int32(bool(jieba_mode))
+    trie = (state, check, label, eow, np.int32(state.size))
+    chunk = max(int(CHUNK_BYTES), 16)
+    n_anchors = blocks_for(n, chunk) if max_word_bytes is not None else 0
+    n_anchors = n_anchors if n_anchors > 1 else 0  # anchor 0 cuts nothing: a batch within a chunk is whole runs
+    marks = xp.zeros(3 * (n + 1), xp.uint8)  # flags (2 n + 2), path
+    flags, path = marks[:2 * (n + 1)], marks[2 * (n + 1):]
+    counters = xp.zeros(3, xp.uint64)  # runs, uncertain pieces, long runs
+    ids = xp.empty(n, xp.int32)
+    runs = xp.empty(max(n, 1), xp.int64)
+    launch(rt.function("segment", "segment_marks"), blocks_for(n, BLOCK),
+           (data, i64(n), offsets, i64(n_rows), jieba, flags, ids, runs, counters))
+    n_slots = 2 * n_anchors
+    cuts = xp.empty(max(n_anchors, 1), xp.int64)
+    slot_i = xp.empty(5 * max(n_slots, 1), xp.int64)
+    slot_f = xp.empty(4 * max(n_slots, 1), xp.float64)
+    launch(rt.function("segment", "segment_cuts"), blocks_for(n_anchors, BLOCK),
+           (*trie, jieba, data, i64(n), offsets, i64(n_rows), i64(chunk), i64(max_word_bytes or 0), i64(n_anchors),
+            cuts, slot_i))
+    score = xp.empty(n, xp.float64)
+    length = xp.empty(n, xp.int32)
+    uncertain = xp.empty(max(n_slots, 1), xp.int64)
+    model = (*trie, weights, np.float64(unknown_weight))
+    scratch = (score, length, ids, path)
+    launch(rt.function("segment", "segment_pieces"), min(blocks_for(n, BLOCK), LIST_BLOCKS),
+           (*model, np.float64(tail_score), jieba, data, offsets, i64(n_rows), i64(chunk), i64(n_anchors), runs, cuts,
+            counters, slot_f, slot_i, *scratch))
+    if n_anchors:
+        launch(rt.function("segment", "segment_settle"), blocks_for(n_slots, BLOCK),
+               (*model, np.float64(tail_score), np.float64(weight_bound), jieba, data, offsets, i64(n_rows),
+                i64(n_slots), counters, uncertain, slot_f, slot_i, *scratch))
+        launch(rt.function("segment", "segment_resolve"), min(blocks_for(n_slots, BLOCK), LIST_BLOCKS),
+               (*model, jieba, data, counters, uncertain, slot_f, slot_i, *scratch))
+    launch(rt.function("segment", "segment_words"), blocks_for(n, BLOCK),
+           (data, i64(n), offsets, i64(n_rows), jieba, path, length, flags, ids))
+    counts = xp.cumsum(flags, dtype=xp.int64)
+    words = int(counts[n])
+    word_starts = xp.empty(words, xp.int64)
+    word_ends = xp.empty(words, xp.int64)
+    word_ids = xp.empty(words, xp.int32)
+    row_offsets = xp.empty(n_rows + 1, xp.int64)
+    launch(rt.function("segment", "segment_compact"), blocks_for(max(n, n_rows) + 1, BLOCK),
+           (offsets, i64(n_rows), i64(n), flags, counts, ids, word_starts, word_ends, word_ids, row_offsets))
+    return word_starts, word_ends, word_ids, row_offsets

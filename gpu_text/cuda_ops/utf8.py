@@ -5,41 +5,50 @@ from typing import Any
 
 from gpu_text.cuda_ops import BLOCK, KernelRuntime, blocks_for, i64, launch
 
-# Bytes per block of the tiled kernels: GT_BLOCK * UTF8_ITEMS in cuda/utf8.cu.
+# Bytes per block of the decode kernels: GT_BLOCK * UTF8_ITEMS in cuda/utf8.cu.
 TILE_BYTES = BLOCK * 16
+# Below this many bytes, positions within a string fit int32 (as in the Numba twin).
+NARROW_POSITIONS_BELOW = 2**31
 
 
-def _stats(rt: KernelRuntime, data: Any, offsets: Any) -> tuple[Any, Any, Any]:
-    xp = rt.xp
-    n_strings = offsets.size - 1
-    chars = xp.zeros(n_strings, xp.int64)
-    errors = xp.zeros(n_strings, xp.int64)
-    n_tiles = blocks_for(data.size, TILE_BYTES)
-    tiles = xp.zeros(n_tiles, xp.int64)
-    launch(rt.function("utf8", "utf8_string_stats"), n_tiles,
-           (data, offsets, i64(n_strings), i64(data.size), chars, errors, tiles))
-    return chars, errors, tiles
+def _status(rt: KernelRuntime, n_bytes: int) -> tuple[Any, int]:
+    """Zeroed look-back state of a one-pass decode (cuda/lookback.cuh) and its number of tiles."""
+    n_tiles = blocks_for(n_bytes, TILE_BYTES)
+    return rt.xp.zeros(n_tiles + 1, rt.xp.uint64), n_tiles
 
 
 def utf8_string_stats(rt: KernelRuntime, data: Any, offsets: Any) -> tuple[Any, Any]:
     """Per string: number of characters and of malformed sequences (each one U+FFFD)."""
-    chars, errors, _ = _stats(rt, data, offsets)
-    return chars, errors
+    xp = rt.xp
+    n_strings = offsets.size - 1
+    errors = xp.zeros(n_strings, xp.int64)
+    if data.size == 0:
+        return xp.zeros(n_strings, xp.int64), errors
+    status, n_tiles = _status(rt, data.size)
+    row_offsets = xp.empty(n_strings + 1, xp.int64)
+    launch(rt.function("utf8", "utf8_string_stats"), n_tiles,
+           (data, offsets, i64(n_strings), i64(data.size), status, row_offsets, errors))
+    return row_offsets[1:] - row_offsets[:-1], errors
 
 
 def utf8_decode(rt: KernelRuntime, data: Any, offsets: Any) -> tuple[Any, Any, Any]:
-    """Codepoints (uint32), their byte offsets within their string (int64), and row offsets."""
+    """Codepoints (uint32), their byte offsets within their string (int32 below 2 GiB of data,
+    else int64), and row offsets (int64). One kernel; one read of the total."""
     xp = rt.xp
-    chars, _, tiles = _stats(rt, data, offsets)
-    row_offsets = xp.zeros(chars.size + 1, xp.int64)
-    xp.cumsum(chars, out=row_offsets[1:])
+    n_strings = offsets.size - 1
+    narrow = data.size < NARROW_POSITIONS_BELOW
+    position_type = xp.int32 if narrow else xp.int64
+    if data.size == 0:
+        return xp.empty(0, xp.uint32), xp.empty(0, position_type), xp.zeros(n_strings + 1, xp.int64)
+    status, n_tiles = _status(rt, data.size)
+    # Every character is at least one byte: room for n_bytes, the results are views of the front.
+    codepoints = xp.empty(data.size, xp.uint32)
+    positions = xp.empty(data.size, position_type)
+    row_offsets = xp.empty(n_strings + 1, xp.int64)
+    launch(rt.function("utf8", "utf8_decode" if narrow else "utf8_decode_wide"), n_tiles,
+           (data, offsets, i64(n_strings), i64(data.size), status, codepoints, positions, row_offsets))
     total = int(row_offsets[-1])
-    tile_offsets = xp.cumsum(tiles) - tiles
-    codepoints = xp.empty(total, xp.uint32)
-    positions = xp.empty(total, xp.int64)
-    launch(rt.function("utf8", "utf8_decode"), tiles.size,
-           (data, offsets, i64(offsets.size - 1), i64(data.size), tile_offsets, codepoints, positions))
-    return codepoints, positions, row_offsets
+    return codepoints[:total], positions[:total], row_offsets
 
 
 def utf8_encode(rt: KernelRuntime, codepoints: Any, offsets: Any) -> tuple[Any, Any]:

@@ -16,11 +16,19 @@ no word starts, the longest word winning a tie, and consecutive one-character AS
 words of a block joined into one word (word id -1 when more than one). Weights are computed once on
 the host, so every backend adds the same float64 numbers in the same order and returns the same words.
 
-A lattice run longer than ``window_bytes`` is solved in windows, last first, so its working memory
-stays bounded. A window starts at a cut point (a character start no dictionary word crosses, so
-every path passes there) and is solved with the route value of the window after it as its tail
-score: each position gets the float the whole run would give it, and so the same words. Where no
-cut point lies within a window's length the window grows (doubling) until one does.
+On a kernel runtime (the GPU, or its emulator) ``segment`` is the ``segment_rows`` kernels of
+``cuda/segment.cu``: seven kernels over the batch's bytes, one prefix sum and one read of the word
+count, with the trie and the weights copied to the device once per segmenter and device. Runs
+longer than a chunk (2 KB) are cut at cut points near every chunk's start into pieces solved on
+their own threads; a piece's float route depends on the route after it only by rounding, which
+the kernels bound (a piece whose values stay in one binade makes the whole run's choices from an
+estimate of its tail), so the words are the CPU's, bit for bit, ties included.
+
+On the CPU, a lattice run longer than ``window_bytes`` is solved in windows, last first, so its
+working memory stays bounded. A window starts at a cut point (a character start no dictionary word
+crosses, so every path passes there) and is solved with the route value of the window after it as
+its tail score: each position gets the float the whole run would give it, and so the same words.
+Where no cut point lies within a window's length the window grows (doubling) until one does.
 """
 from __future__ import annotations
 
@@ -45,6 +53,8 @@ from gpu_text.trie import DoubleArrayTrie
 from gpu_text.trie.double_array_file import FORMAT as TRIE_FORMAT, write_npz
 
 COMPAT_MODES = (None, "dictcut", "jieba")
+# (state, check, label, eow) of a trie without words: the root alone, no edge out of it
+_EMPTY_TRIE = (np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.uint8), np.zeros(1, np.uint8))
 WINDOW_BYTES = 1 << 20
 FILE_FORMAT = "gpu_text.Segmenter/1"  # bump when the saved members or their meaning change
 
@@ -115,7 +125,8 @@ class Segmenter:
     >>> seg.cut("他是英国人Tom")
     ['他', '是', '英国人', 'Tom']
 
-    ``window_bytes`` bounds the lattice of one run (see the module notes); it never changes the words.
+    ``window_bytes`` bounds the lattice of one run on the CPU (see the module notes); it never
+    changes the words.
     """
 
     def __init__(self, dictionary: Dictionary | str | Path | None = None, compat: str | None = None, *,
@@ -128,6 +139,8 @@ class Segmenter:
         self.window_bytes = window_bytes
         self.dictionary = load_dictionary(dictionary) if isinstance(dictionary, (str, Path)) else dictionary
         self.trie: DoubleArrayTrie | None = None
+        self._tables: dict[tuple[str, int], tuple[Any, Any, tuple[Any, ...]]] = {}
+        self._bound: tuple[Any, float, float, float] | None = None
         self.weights, self.unknown_weight, self.tail_score = self._weights()
         self.max_word_bytes = 0
         if self.dictionary is not None and len(self.dictionary):
@@ -162,6 +175,14 @@ class Segmenter:
         be = get_backend(backend)
         xp = be.xp
         batch = as_text_batch(texts).to_device(xp)
+        if be.runtime is not None and be.has_op("segment", "segment_rows"):
+            # the device's fused kernels: any row length (their scratch is per byte, so no windows)
+            *trie, weights = self._device_tables(be)
+            starts, ends, ids, rows = be.op("segment", "segment_rows")(
+                *trie, batch.data, batch.offsets, weights, self.unknown_weight, self.tail_score, self.jieba_mode,
+                max_word_bytes=self.max_word_bytes, weight_bound=self._weight_bound())
+            return Segmentation(batch, RaggedArray(starts, rows, check=False), RaggedArray(ends, rows, check=False),
+                                RaggedArray(ids, rows, check=False))
         if self.trie is not None and be.has_op("segment", "segment_rows") and (
                 len(batch) == 0 or int((batch.offsets[1:] - batch.offsets[:-1]).max()) <= self.window_bytes):
             # the CPU's fused pass: the same words, no intermediate arrays (longer rows take the
@@ -178,6 +199,35 @@ class Segmenter:
         if self.jieba_mode:
             words = _join_ascii_runs(batch.data, span_starts, *words, xp)
         return self._assemble(batch, xp, tokens, han, span_starts, *words)
+
+    def _device_tables(self, be: Backend) -> tuple[Any, Any, Any, Any, Any]:
+        """``(state, check, label, eow, weights)`` on ``be``'s device: copied there once per device
+        and kept (again only when the trie or the weights are replaced). Without a dictionary, a
+        one-slot trie that holds no word.
+
+        >>> seg = Segmenter(Dictionary(["你好"], np.array([3]), 5))
+        >>> seg._device_tables(get_backend("cpu"))[4] is seg._device_tables(get_backend("cpu"))[4]
+        True
+        """
+        cuda = getattr(be.xp, "cuda", None)
+        key = be.xp.__name__, (cuda.Device().id if cuda is not None else -1)
+        cached = self._tables.get(key)
+        if cached is None or cached[0] is not self.weights or cached[1] is not self.trie:
+            trie = self.trie.arrays(be) if self.trie is not None else tuple(be.asarray(a) for a in _EMPTY_TRIE)
+            cached = (self.weights, self.trie, (*trie, be.asarray(self.weights)))
+            self._tables[key] = cached
+        return cached[2]
+
+    def _weight_bound(self) -> float:
+        """At least every finite ``|weight|``, ``|unknown_weight|`` and ``|tail_score|``: what bounds
+        the rounding of a route (the device kernels' certified pieces), computed once per weights."""
+        cached = self._bound
+        if cached is None or cached[0] is not self.weights or cached[1:3] != (self.unknown_weight, self.tail_score):
+            finite = self.weights[np.isfinite(self.weights)]
+            most = max(float(np.abs(finite).max()) if finite.size else 0.0, abs(self.unknown_weight),
+                       abs(self.tail_score))
+            cached = self._bound = (self.weights, self.unknown_weight, self.tail_score, most)
+        return cached[3]
 
     def word_ends(self, data: Any, span_starts: Any, span_ends: Any, backend: str | Backend | None = None
                   ) -> RaggedArray:

@@ -28,6 +28,8 @@ from gpu_text.tokenizer.tokenizer import Encoding, Tokenizer
 from gpu_text.tokenizer.tokenizer_file import TokenizerFileError
 from gpu_text.tokenizer.bpe_trainer import BPETrainer, TrainedModel
 from gpu_text.tokenizer.bytepiece import BytePieceModel
+from gpu_text.tokenizer.unigram import UnigramModel
+from gpu_text.tokenizer.unigram_tokenizer import Unigram
 from gpu_text.tokenizer.bytepiece_tokenizer import BytePiece
 from gpu_text.tokenizer.bytepiece_trainer import BytePieceTrainer
 
@@ -55,6 +57,8 @@ __all__ = [
     "TokenizerFileError",
     "TokenizerModel",
     "TrainedModel",
+    "Unigram",
+    "UnigramModel",
     "load_sentencepiece_model",
     "parse_sentencepiece_model",
     "pre_tokenize_strings",

@@ -7,8 +7,9 @@ byte pieces (byte fallback), or the unknown id. Pre-token boundaries are never c
 
 Only NORMAL, USER_DEFINED and UNUSED pieces take part in merging (as in SentencePiece);
 UNKNOWN, CONTROL and BYTE pieces are reached by id only. Kernels: ``cuda/bpe.cu`` (one thread per
-pre-token, O(n log n) heap), ``cpu_fallback/bpe.py`` (the same merges by piece id on the parts of
-each pre-token that no piece spans, each distinct part once: :mod:`gpu_text.tokenizer.merge_tables`).
+short pre-token, O(n log n) heap; a warp per pre-token of 49-512 bytes; a block per longer one),
+``cpu_fallback/bpe.py`` (the same merges by piece id on the parts of each pre-token that no piece
+spans, each distinct part once: :mod:`gpu_text.tokenizer.merge_tables`).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from gpu_text.backend import Backend, get_backend
 from gpu_text.specs import bytes_from_spec, bytes_to_spec, spec_list, spec_mapping, spec_value
 from gpu_text.tokenizer.merge_tables import MergeTables
 from gpu_text.trie import DoubleArrayTrie
+from gpu_text.trie.double_array import _device_key
 
 
 class PieceType(enum.IntEnum):
@@ -182,6 +184,7 @@ class BPEModel:
         mergeable = [i for i, t in enumerate(self.types) if t in MERGEABLE]
         words = [self.piece_bytes[i] for i in mergeable]
         self.trie = DoubleArrayTrie.build(words, np.array(mergeable, np.int32)) if words else None
+        self._on_device: dict[tuple[str, int], tuple[Any, ...]] = {}
         self.merge_tables = MergeTables.build(words, np.array(mergeable, np.int32), len(self.pieces),
                                               self._trie_arrays("cpu"))
 
@@ -219,12 +222,42 @@ class BPEModel:
         """
         be = get_backend(backend)
         xp = be.xp
-        trie = self._trie_arrays(be)
         ids, id_starts, id_ends, offsets = be.op("bpe", "bpe_encode")(
             be.asarray(data), xp.ascontiguousarray(be.asarray(starts), dtype=xp.int64),
-            xp.ascontiguousarray(be.asarray(ends), dtype=xp.int64), *trie, xp.asarray(self.scores),
-            xp.asarray(self.byte_ids), self.unk_id, self.merge_tables)
+            xp.ascontiguousarray(be.asarray(ends), dtype=xp.int64), *self.device_tables(be))
         return EncodedPreTokens(ids, id_starts, id_ends, offsets)
+
+    def encode_marked(self, data: Any, offsets: Any, marks: Any, backend: str | Backend | None = None
+                      ) -> tuple[Any, Any, Any, Any]:
+        """Encode the texts ``data[offsets[r]:offsets[r + 1]]`` (on the backend's device) cut into
+        pre-tokens at every non-zero byte of ``marks`` (:meth:`PreTokenizer.marks
+        <gpu_text.tokenizer.pre_tokenizer.PreTokenizer.marks>`): ids, each id's byte span in
+        ``data`` and the ids' row offsets. The pre-tokens never leave the device.
+
+        >>> m = BPEModel(["<unk>", "a", "b", "ab"], [0.0, -1.0, -2.0, 0.0], [2, 1, 1, 1])
+        >>> data, marks = np.frombuffer(b"ababb", np.uint8), np.array([1, 0, 1, 0, 1], np.uint8)
+        >>> ids, _, _, rows = m.encode_marked(data, np.array([0, 4, 5]), marks, "cpu")
+        >>> ids.tolist(), rows.tolist()
+        ([3, 3, 2], [0, 2, 3])
+        """
+        be = get_backend(backend)
+        return be.op("bpe", "bpe_encode_rows")(data, offsets, marks, *self.device_tables(be))
+
+    def device_tables(self, backend: str | Backend | None = None) -> tuple[Any, ...]:
+        """What the BPE kernels take after the pre-tokens: the trie arrays, scores, byte ids, the
+        unknown id and the merge tables, on the backend's device: copied there once and kept.
+
+        >>> tables = BPEModel(["<unk>", "a"], [0.0, 0.0], [2, 1]).device_tables("cpu")
+        >>> len(tables), tables[-2]
+        (8, 0)
+        """
+        be = get_backend(backend)
+        key = _device_key(be.xp)
+        if key not in self._on_device:
+            tables = MergeTables(*(be.asarray(a) for a in self.merge_tables))
+            self._on_device[key] = (*self._trie_arrays(be), be.asarray(self.scores), be.asarray(self.byte_ids),
+                                    self.unk_id, tables)
+        return self._on_device[key]
 
     def encode_strings(self, pre_tokens: Sequence[str], backend: str | Backend | None = "cpu") -> list[list[int]]:
         """Each string encoded as one pre-token (a convenience for tests and examples).

@@ -14,7 +14,7 @@ from gpu_text.tokenizer.bpe import byte_piece
 from gpu_text.tokenizer.bytepiece import BytePieceModel
 from gpu_text.tokenizer.normalizer import Normalizer
 from gpu_text.tokenizer.pre_tokenizer import SPLIT_MODES, PreTokenizer
-from gpu_text.tokenizer.tokenizer import MODEL_FILE_METHODS, Encoding, Tokenizer, stages_of
+from gpu_text.tokenizer.tokenizer import MODEL_FILE_METHODS, Encoding, Tokenizer, register_model_type, stages_of
 
 
 class BytePiece(Tokenizer):
@@ -122,3 +122,4 @@ __all__ = ["BytePiece"]
 
 
 MODEL_FILE_METHODS["bytepiece"] = BytePiece  # Tokenizer.from_model_file (so gpu-text tokenize) loads these files
+register_model_type("bytepiece", BytePiece, BytePieceModel)  # Tokenizer.save / Tokenizer.load (the JSON file)

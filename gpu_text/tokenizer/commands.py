@@ -65,7 +65,9 @@ def _train_bytepiece(args: argparse.Namespace) -> int:
     Its options are the seed's: ``--min-count`` (default 32 here, as the seed's), ``--max-piece-size``,
     ``--normalizer``, ``--split word`` (cut 0) or ``isolate`` (cut 1), ``--digits``; the BPE-only ones
     (``--character-coverage``, ``--cn``, ``--reconstruct``, ``--extra-tokens``) are refused."""
-    from gpu_text.documents import iter_documents
+    from collections.abc import Iterator
+
+    from gpu_text.documents import input_format, iter_documents
     from gpu_text.tokenizer.bytepiece_trainer import BytePieceTrainer
 
     bpe_only = [flag for flag, used in (("--cn", args.cn), ("--reconstruct", args.reconstruct),
@@ -77,11 +79,20 @@ def _train_bytepiece(args: argparse.Namespace) -> int:
     check_outputs(list(args.inputs), [args.output])
     trainer = BytePieceTrainer(vocab_size=args.vocab_size, min_count=args.min_count or 32,
                                max_piece_size=args.max_piece_size, normalizer=args.normalizer,
-                               cut=0 if args.split == "word" else 1, split_digits=args.digits == "split")
-    with document_options(**reader_options(args)):
-        lines = (text for documents in iter_documents(args.inputs, args.field, chunk_bytes(args))
-                 for text in documents.batch.to_bytes_list())
-        tokenizer = trainer.train(lines)
+                               cut=0 if args.split == "word" else 1, split_digits=args.digits == "split",
+                               chunk_bytes=chunk_bytes(args), progress=progress_enabled(), backend=args.backend)
+    check_backend(args)
+    plain = getattr(args, "format", "auto") in ("auto", "txt") and all(
+        path != "-" and os.path.isfile(path) and input_format(path) == "txt" for path in args.inputs)
+    if plain:  # read twice, line by line as the seed reads them
+        tokenizer = trainer.train_files(args.inputs)
+    else:
+        def lines() -> Iterator[bytes]:
+            with document_options(**reader_options(args)):
+                for documents in iter_documents(args.inputs, args.field, chunk_bytes(args)):
+                    yield from documents.batch.to_bytes_list()
+
+        tokenizer = trainer.train(list(lines()) if "-" in args.inputs else lines)
     with atomic_outputs([args.output]) as (temp,):
         tokenizer.save_model_file(temp)
     print(f"wrote {len(tokenizer.model)} pieces (bytepiece) to {args.output}", file=sys.stderr)

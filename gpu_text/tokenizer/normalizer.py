@@ -40,7 +40,7 @@ from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch, as_text_batch
 from gpu_text.ragged import RaggedArray
 from gpu_text.specs import bytes_from_spec, bytes_to_spec, spec_mapping, spec_value
-from gpu_text.trie.double_array import DoubleArrayTrie
+from gpu_text.trie.double_array import DoubleArrayTrie, _device_key
 
 CHARSMAP_DIR = Path(__file__).resolve().parent / "charsmaps"
 RULE_NAMES = ("no", "NFKC", "NMT_NFKC", "NFKC_CF", "NMT_NFKC_CF")
@@ -190,13 +190,14 @@ class _Charsmap:
         self.target_offsets = np.zeros(len(table) + 1, np.int64)
         np.cumsum([len(t) for t in table], out=self.target_offsets[1:])
         self.max_ratio = max((-(-len(t) // len(s)) for s, t in pairs if s), default=1)  # ceil(target / source)
-        self._on_device: dict[str, tuple[Any, Any]] = {}
+        self._on_device: dict[tuple[str, int], tuple[Any, Any]] = {}
 
     def arrays(self, backend: str | Backend | None) -> tuple[Any, ...]:
         be = get_backend(backend)
-        if be.name not in self._on_device:
-            self._on_device[be.name] = (be.asarray(self.targets), be.asarray(self.target_offsets))
-        return (*self.trie.arrays(be), *self._on_device[be.name])
+        key = _device_key(be.xp)
+        if key not in self._on_device:
+            self._on_device[key] = (be.asarray(self.targets), be.asarray(self.target_offsets))
+        return (*self.trie.arrays(be), *self._on_device[key])
 
 
 @functools.lru_cache(maxsize=None)
@@ -257,6 +258,7 @@ class Normalizer:
         else:
             self.name = name
             self._charsmap = _Charsmap(self.charsmap_pairs)
+        self._symbol_on_device: dict[tuple[tuple[str, int], bytes], Any] = {}
 
     def __repr__(self) -> str:
         return (f"Normalizer({self.name!r}, space={self.space!r}, remove_extra_whitespaces="
@@ -281,8 +283,11 @@ class Normalizer:
         (6, '▁', 1, 0)
         """
         be = get_backend(backend)
-        symbol = be.asarray(np.frombuffer(self.symbol, np.uint8).copy())
-        return (self._charsmap.arrays(be), symbol, int(self.remove_extra_whitespaces), int(self.add_dummy_prefix))
+        key = (_device_key(be.xp), self.symbol)  # copied to each device once, like the charsmap
+        if key not in self._symbol_on_device:
+            self._symbol_on_device[key] = be.asarray(np.frombuffer(self.symbol, np.uint8).copy())
+        return (self._charsmap.arrays(be), self._symbol_on_device[key], int(self.remove_extra_whitespaces),
+                int(self.add_dummy_prefix))
 
     @property
     def growth(self) -> int:

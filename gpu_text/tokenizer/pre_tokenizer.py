@@ -31,7 +31,7 @@ never lower). The two agree except on exactly tied paths.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ from gpu_text.segment import Dictionary, Segmenter
 from gpu_text.specs import spec_mapping, spec_value
 from gpu_text.tokenizer.normalizer import SPACE_SYMBOL
 from gpu_text.trie import DoubleArrayTrie
+from gpu_text.trie.double_array import _device_key
 
 SPLIT_MODES = ("word", "isolate", "whitespace", "none")  # a mode's index is the seed's PreTokenizerSpec.cut
 DIGIT_MODES = ("keep", "split")
@@ -263,6 +264,7 @@ class PreTokenizer:
             raise ValueError("split='none' keeps every string whole: it takes digits='keep'")
         self.split, self.digits, self.cn, self.space = split, digits, cn, space
         self.dfa = PreTokenDFA.compile(split, digits, cn == "char", space)
+        self._dfa_on_device: dict[tuple[str, int], PreTokenDFA] = {}
         self.segmenter = Segmenter(cn) if cn is not None and cn != "char" else None
 
     def __repr__(self) -> str:
@@ -293,7 +295,7 @@ class PreTokenizer:
         if self.split == "none":  # no kernel: one thread must not scan a whole string
             starts = bounds[:-1][bounds[1:] > bounds[:-1]]
         else:
-            starts, first_symbols = be.op("pre_tokenizer", "pretokenize")(batch.data, bounds, self.dfa)
+            starts, first_symbols = be.op("pre_tokenizer", "pretokenize")(batch.data, bounds, self.device_dfa(be))
             if self.segmenter is not None:
                 starts = self._cut_han(be, batch.data, starts, first_symbols)
         ids = None
@@ -315,6 +317,34 @@ class PreTokenizer:
                          RaggedArray(ends - base, rows, check=False),
                          None if symbols is None else RaggedArray(
                              ids if ids is not None else xp.full(starts.size, -1, xp.int32), rows, check=False))
+
+    def marks(self, texts: TextBatch, backend: str | Backend | None = None) -> Any:
+        """Per byte of ``texts.data`` (a batch on the backend's device): 0, or at every pre-token
+        start 1 + the DFA symbol of its first character; the same pre-tokens as
+        :meth:`pre_tokenize`, without a host read. For the split alone: not for ``split="none"``
+        nor a dictionary ``cn`` (``ValueError``).
+
+        >>> PreTokenizer().marks(TextBatch.from_strings(["ab▁c", "1"]), "cpu").tolist()
+        [4, 0, 2, 0, 0, 0, 3]
+        """
+        if self.split == "none" or self.segmenter is not None:
+            raise ValueError("PreTokenizer.marks covers the split alone: not split='none' nor a dictionary cn")
+        be = get_backend(backend)
+        return be.op("pre_tokenizer", "pretokenize_marks")(texts.data, texts.offsets, self.device_dfa(be))
+
+    def device_dfa(self, backend: str | Backend | None = None) -> PreTokenDFA:
+        """The compiled DFA with its tables on the backend's device: copied there once and kept.
+
+        >>> PreTokenizer().device_dfa("cpu").table.shape[1]
+        6
+        """
+        be = get_backend(backend)
+        key = _device_key(be.xp)
+        if key not in self._dfa_on_device:
+            dfa = self.dfa
+            self._dfa_on_device[key] = replace(dfa, table=be.asarray(dfa.table), accepting=be.asarray(dfa.accepting),
+                                               joinable=be.asarray(dfa.joinable))
+        return self._dfa_on_device[key]
 
     def _cut_han(self, be: Backend, data: Any, starts: Any, first_symbols: Any) -> Any:
         """Token starts with the dictionary's word boundaries added inside Han pre-tokens."""

@@ -1,6 +1,6 @@
 """Import a SentencePiece ``.model`` file (a serialized ``ModelProto``) without protobuf.
 
-Only the fields a BPE tokenizer needs are read (field numbers from sentencepiece_model.proto):
+Only the fields a BPE or Unigram tokenizer needs are read (field numbers from sentencepiece_model.proto):
 
 - ``ModelProto``: 1 pieces (repeated ``SentencePiece``: 1 piece, 2 score, 3 type), 2 trainer_spec,
   3 normalizer_spec, 5 denormalizer_spec; everything else is skipped.
@@ -21,7 +21,7 @@ is reported as truncated. The special ids are found as SentencePiece finds
 them, from the pieces: the UNKNOWN piece, and the CONTROL piece named ``bos_piece`` (``eos_piece``,
 ``pad_piece``) or none (-1); the trainer spec's ids 40-43 are ignored, as SentencePiece ignores them.
 
-Every option that changes how SentencePiece encodes a BPE model is honoured or the model is
+Every option that changes how SentencePiece encodes a BPE or Unigram model is honoured or the model is
 refused (:class:`SentencePieceModelError` naming the option), never loaded to encode differently:
 
 - honoured: the normalizer spec (rule, charsmap, the three whitespace flags), byte_fallback, the
@@ -30,7 +30,8 @@ refused (:class:`SentencePieceModelError` naming the option), never loaded to en
   (``split_by_whitespace=false``, ``allow_whitespace_only_pieces``, ``treat_whitespace_as_suffix``
   without a dummy prefix): the tokenizer then merges over the whole text, as SentencePiece does.
 - refused: ``treat_whitespace_as_suffix`` with ``add_dummy_prefix`` (a dummy space at the end of
-  every text), UNUSED pieces (which SentencePiece merges and then splits again), a
+  every text), UNUSED pieces in a BPE model (which SentencePiece merges and then splits again; a
+  Unigram model's lattice simply skips them, as here), a
   ``denormalizer_spec`` with a rule (decoding through a charsmap), and user-defined symbols that
   the normalization rule would change (SentencePiece leaves them unnormalized).
 - training only, so nothing to do when encoding: split_by_unicode_script, split_by_number,
@@ -277,9 +278,9 @@ def _parse(buf: bytes) -> SentencePieceModel:
                                       f"after {len(pieces)} pieces without a trainer_spec (field 2): truncated?")
     model_type = spec.pop("model_type", 1)
     name = MODEL_TYPES.get(model_type, str(model_type))
-    if model_type != 2:
-        raise SentencePieceModelError(f"only BPE models (model_type=2) can be imported; this one is {name} "
-                                      f"(model_type={model_type})")
+    if model_type not in (1, 2):
+        raise SentencePieceModelError(f"only UNIGRAM and BPE models (model_type=1, 2) can be imported; this one is "
+                                      f"{name} (model_type={model_type})")
     pairs: tuple[tuple[bytes, bytes], ...] = ()
     at, blob = spec.pop("charsmap", (0, b""))
     if blob:
@@ -338,7 +339,7 @@ def _refuse_unsupported(model: SentencePieceModel) -> None:
         raise refuse("treat_whitespace_as_suffix=true with add_dummy_prefix=true (a dummy space at the end of "
                      "every text)")
     unused = np.flatnonzero(model.types == 5)
-    if unused.size:
+    if unused.size and model.model_type == "BPE":  # a Unigram lattice skips UNUSED pieces, as SentencePiece does
         raise refuse(f"piece {int(unused[0])} {model.pieces[unused[0]]!r} has type UNUSED (SentencePiece merges "
                      "through it and splits it again)")
     if model.denormalizer_rule:
@@ -366,7 +367,7 @@ def parse_sentencepiece_model(data: bytes) -> SentencePieceModel:
 
 
 def load_sentencepiece_model(path: str | os.PathLike) -> SentencePieceModel:
-    """Imports a SentencePiece ``.model`` file (BPE only; other model types are a clear error).
+    """Imports a SentencePiece ``.model`` file (BPE and UNIGRAM; WORD and CHAR models are a clear error).
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "garbage.model"

@@ -25,8 +25,8 @@ from gpu_text.tokenizer.bpe import BPEModel, EncodedPreTokens, PieceType
 from gpu_text.tokenizer.decoder import Decoder
 from gpu_text.tokenizer.normalizer import SPACE_SYMBOL, Normalizer
 from gpu_text.tokenizer.pre_tokenizer import SPLIT_MODES, PreTokenizer
-from gpu_text.tokenizer.tokenizer_file import FORMAT, TokenizerFileError, model_file_kind, read_tokenizer_file, \
-    write_tokenizer_file
+from gpu_text.tokenizer.tokenizer_file import FORMAT, TokenizerFileError, model_file_kind, model_from_spec, \
+    model_to_spec, read_tokenizer_file, write_tokenizer_file
 from gpu_text.trie import DoubleArrayTrie
 
 _SPECIALS = ("bos_id", "eos_id", "pad_id")
@@ -64,6 +64,30 @@ def stages_of(pre: Any, path: str | Path, cn: Any = None) -> tuple[Normalizer, P
 # filled by the subclasses' modules (gpu_text.tokenizer imports them all), so that this module
 # does not import them
 MODEL_FILE_METHODS: dict[str, Any] = {}
+
+# the model types of tokenizer files ("model": {"type": name, ...}): name -> (the Tokenizer subclass
+# that loads it, its model class); filled by the subclasses' modules as MODEL_FILE_METHODS is. A
+# file without "type" is a BPE file (written before types were named).
+MODEL_TYPES: dict[str, tuple[Any, Any]] = {}
+
+
+def register_model_type(name: str, tokenizer_class: Any, model_class: Any) -> None:
+    """Make :meth:`Tokenizer.save` name ``model_class`` models ``name`` and :meth:`Tokenizer.load`
+    build ``tokenizer_class`` for them. A model class without ``to_dict``/``from_dict`` is saved
+    as its piece table (``pieces``, ``scores``, ``types``, ``unk_id``) and the constructor options
+    it keeps as attributes of the same names (see :func:`~gpu_text.tokenizer.tokenizer_file.model_to_spec`).
+
+    >>> MODEL_TYPES["bpe"][1].__name__
+    'BPEModel'
+    """
+    MODEL_TYPES[name] = (tokenizer_class, model_class)
+
+
+def _model_type_of(model: Any) -> str:
+    for name, (_, model_class) in MODEL_TYPES.items():
+        if type(model) is model_class:
+            return name
+    raise ValueError(f"no tokenizer file type is registered for {type(model).__name__} models")
 
 
 class Tokenizer:
@@ -141,10 +165,23 @@ class Tokenizer:
 
     def _encode_stages(self, batch: TextBatch, be: Backend, with_offsets: bool
                        ) -> tuple[RaggedArray, RaggedArray | None, RaggedArray | None]:
-        """Each stage over the whole batch (the GPU's way: one kernel per stage)."""
+        """Each stage over the whole batch (the GPU's way: one kernel per stage). For BPE without
+        user symbols and a dictionary cutter, the pre-tokens stay per-byte marks on the device, and
+        a call reads the device twice (the normalized size, the number of ids)."""
         normalized = self.normalizer.normalize(batch, be, with_alignment=with_offsets)
         text = normalized.text
-        pre = self.pre_tokenizer.pre_tokenize(text, be, self.user_symbols)
+        pre_tokenizer = self.pre_tokenizer
+        marked = getattr(self.model, "encode_marked", None)  # BPE's; the other models take starts and ends
+        if marked is not None and self.user_symbols is None and pre_tokenizer.segmenter is None \
+                and pre_tokenizer.split != "none":
+            marks = pre_tokenizer.marks(text, be)
+            values, id_starts, id_ends, row_offsets = marked(text.data, text.offsets, marks, be)
+            ids = RaggedArray(values, row_offsets, check=False)
+            if not with_offsets:
+                return ids, None, None
+            encoded = EncodedPreTokens(values, id_starts, id_ends, row_offsets)
+            return ids, *self._original_spans(text, normalized.alignment, encoded, row_offsets, be.xp)
+        pre = pre_tokenizer.pre_tokenize(text, be, self.user_symbols)
         base = text.offsets[:-1][row_ids(pre.starts.offsets)]
         starts, ends = pre.starts.values + base, pre.ends.values + base
         if pre.symbol_ids is None:
@@ -215,13 +252,11 @@ class Tokenizer:
     def _original_spans(text: TextBatch, alignment: RaggedArray, encoded: Any, row_offsets: Any, xp: Any
                         ) -> tuple[RaggedArray, RaggedArray]:
         """Map each id's normalized byte span through the alignment to the original text."""
-        rows = row_ids(row_offsets)
-        # alignment row r has len(normalized row r) + 1 entries: one per byte and the end
-        local_start = encoded.starts - text.offsets[:-1][rows]
-        local_end = encoded.ends - text.offsets[:-1][rows]
-        align_base = alignment.offsets[:-1][rows]
-        starts = alignment.values[align_base + local_start]
-        ends = alignment.values[align_base + local_end]
+        # alignment row r has len(normalized row r) + 1 entries, one per byte and the end, from
+        # text.offsets[r] + r on: byte p of row r has entry p + r (no host read: the ids' count is known)
+        rows = xp.searchsorted(row_offsets[1:], xp.arange(encoded.ids.size, dtype=xp.int64), side="right")
+        starts = alignment.values[encoded.starts + rows]
+        ends = alignment.values[encoded.ends + rows]
         return RaggedArray(starts, row_offsets, check=False), RaggedArray(ends, row_offsets, check=False)
 
     def _add_specials(self, ids: RaggedArray, starts: RaggedArray | None, ends: RaggedArray | None, batch: TextBatch,
@@ -229,16 +264,15 @@ class Tokenizer:
         for name, flag, special in (("bos", add_bos, self.bos_id), ("eos", add_eos, self.eos_id)):
             if flag and special < 0:
                 raise ValueError(f"this tokenizer has no {name} token")
-        n_rows = len(ids)
-        lengths = ids.lengths + int(add_bos) + int(add_eos)
-        offsets = xp.zeros(n_rows + 1, xp.int64)
-        xp.cumsum(lengths, out=offsets[1:])
-        first = offsets[:-1] + int(add_bos)  # where each row's original ids go
-        rows = row_ids(ids.offsets)
-        moved = first[rows] + xp.arange(ids.values.size, dtype=xp.int64) - ids.offsets[:-1][rows]
+        n_rows, n_values, extra = len(ids), ids.values.size, int(add_bos) + int(add_eos)
+        offsets = ids.offsets + extra * xp.arange(n_rows + 1, dtype=xp.int64)
+        # value j of row r moves past the r rows before it and its own bos (no host read: the sizes are known)
+        values_at = xp.arange(n_values, dtype=xp.int64)
+        rows = xp.searchsorted(ids.offsets[1:], values_at, side="right")
+        moved = values_at + extra * rows + int(add_bos)
 
         def spread(values: Any, bos_value: Any, eos_value: Any) -> Any:
-            out = xp.empty(int(offsets[-1]), values.dtype)
+            out = xp.empty(n_values + extra * n_rows, values.dtype)
             out[moved] = values
             if add_bos:
                 out[offsets[:-1]] = bos_value
@@ -295,7 +329,8 @@ class Tokenizer:
     # ------------------------------------------------------------------------------ model files
     @classmethod
     def from_sentencepiece(cls, path: str | Path) -> "Tokenizer":
-        """Import a SentencePiece ``.model`` of type BPE.
+        """Import a SentencePiece ``.model`` of type BPE (or UNIGRAM: then a
+        :class:`~gpu_text.tokenizer.unigram_tokenizer.Unigram`).
 
         Here a tiny ``ModelProto`` written by hand: six pieces (field 1: the piece, field 3: its
         type) and a trainer spec saying BPE; unset fields take the proto's defaults (the dummy prefix).
@@ -311,9 +346,13 @@ class Tokenizer:
         >>> tok.encode(["a  a"]).ids.to_pylist(), tok.decode([5, 5, 4])
         ([[5, 5]], 'a aa')
         """
-        from gpu_text.tokenizer.sentencepiece_model import load_sentencepiece_model
+        from gpu_text.tokenizer.sentencepiece_model import SentencePieceModelError, load_sentencepiece_model
 
         sp = load_sentencepiece_model(path)
+        if sp.model_type == "UNIGRAM" and cls is Tokenizer:  # the Unigram class, which registers itself
+            return MODEL_TYPES["unigram"][0].from_sentencepiece(path)
+        if sp.model_type != "BPE":
+            raise SentencePieceModelError(f"{path}: {cls.__name__} loads BPE models; this one is {sp.model_type}")
         model = BPEModel(sp.pieces, sp.scores, sp.types, unk_id=sp.unk_id, byte_fallback=sp.byte_fallback)
         normalizer = sp.normalizer()
         # SentencePiece merges over the whole text; cutting at each space symbol first gives the
@@ -413,8 +452,9 @@ class Tokenizer:
         (['format', 'normalizer', 'pre_tokenizer', 'model', 'decoder', 'special_tokens'], \
 {'bos_id': -1, 'eos_id': -1, 'pad_id': 1})
         """
-        return {"format": FORMAT, "normalizer": self.normalizer.to_dict(),
-                "pre_tokenizer": self.pre_tokenizer.to_dict(), "model": self.model.to_dict(), "decoder": self.decoder.to_dict(),
+        model = model_to_spec(self.model, _model_type_of(self.model))
+        return {"format": FORMAT, "normalizer": self.normalizer.to_dict(), "pre_tokenizer": self.pre_tokenizer.to_dict(),
+                "model": model, "decoder": self.decoder.to_dict(),
                 "special_tokens": {name: getattr(self, name) for name in _SPECIALS}}
 
     @classmethod
@@ -434,7 +474,15 @@ class Tokenizer:
                                                 "special_tokens"))
         if spec_value(spec, "format", str, "Tokenizer") != FORMAT:
             raise ValueError(f"Tokenizer spec: format {spec['format']!r} is not {FORMAT!r}")
-        model = BPEModel.from_dict(spec_value(spec, "model", dict, "Tokenizer"))
+        model_spec = dict(spec_value(spec, "model", dict, "Tokenizer"))
+        kind = spec_value(model_spec, "type", str, "Tokenizer model") if "type" in model_spec else "bpe"
+        model_spec.pop("type", None)
+        if kind not in MODEL_TYPES:
+            raise ValueError(f"Tokenizer spec: model type {kind!r} is none of {sorted(MODEL_TYPES)}")
+        tokenizer_class, model_class = MODEL_TYPES[kind]
+        if cls is not Tokenizer and not issubclass(tokenizer_class, cls):
+            raise ValueError(f"Tokenizer spec: a {kind!r} model, which {cls.__name__} does not load")
+        model = model_from_spec(model_class, model_spec)
         specials = spec_mapping(spec_value(spec, "special_tokens", dict, "Tokenizer"), "Tokenizer special_tokens",
                                 _SPECIALS)
         ids = {name: spec_value(specials, name, int, "Tokenizer special_tokens") for name in _SPECIALS}
@@ -442,7 +490,7 @@ class Tokenizer:
             if not -1 <= value < len(model):
                 raise ValueError(f"Tokenizer spec: {name} {value} is neither -1 nor one of the {len(model)} ids")
         decoder = Decoder.from_dict(spec_value(spec, "decoder", dict, "Tokenizer"), model.piece_bytes, model.types)
-        return cls(model, Normalizer.from_dict(spec_value(spec, "normalizer", dict, "Tokenizer")),
+        return tokenizer_class(model, Normalizer.from_dict(spec_value(spec, "normalizer", dict, "Tokenizer")),
                    PreTokenizer.from_dict(spec_value(spec, "pre_tokenizer", dict, "Tokenizer")), decoder=decoder,
                    **ids)
 
@@ -483,3 +531,6 @@ class Tokenizer:
 
 
 __all__ = ["Encoding", "Tokenizer"]
+
+
+register_model_type("bpe", Tokenizer, BPEModel)

@@ -8,7 +8,9 @@ Layout (each stage's part is that stage's ``to_dict``; see their docstrings)::
                     "charsmap": null (a shipped rule, by name) | [[source, target], ...]},
      "pre_tokenizer": {"split", "digits", "space",
                        "cn": null | "char" | {"dictionary": {"words", "freqs", "total"}, "compat"}},
-     "model": {"pieces", "scores", "types", "unk_id", "byte_fallback"},
+     "model": {"type": "bpe" | "unigram" | "bytepiece" | ... (absent: "bpe"),
+               "pieces", "scores", "types", "unk_id", and the type's options: "byte_fallback" (bpe,
+               unigram), "fallback_weight", "max_prefix_matches" (bytepiece)},
      "decoder": {"space", "strip_leading_space"},
      "special_tokens": {"bos_id", "eos_id", "pad_id"}}
 
@@ -19,9 +21,12 @@ told from the two formats this package also reads by its content, not its name
 """
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from typing import Any
+
+from gpu_text.specs import bytes_from_spec, bytes_to_spec, spec_list, spec_mapping, spec_value
 
 FORMAT = "gpu_text.Tokenizer/1"
 FORMAT_PREFIX = "gpu_text.Tokenizer/"
@@ -78,6 +83,60 @@ Expecting value: line 1 column 45 (char 44)
     return spec
 
 
+_TABLE = ("pieces", "scores", "types")
+
+
+def _options(model_class: Any) -> dict[str, Any]:
+    """A model class's constructor options after its piece table, with their defaults."""
+    parameters = list(inspect.signature(model_class.__init__).parameters.values())[1:]
+    return {p.name: p.default for p in parameters if p.name not in _TABLE}
+
+
+def model_to_spec(model: Any, kind: str) -> dict[str, Any]:
+    """A model's part of a tokenizer file: ``{"type": kind, ...}`` and the model's ``to_dict()``,
+    or, for a class without one, its piece table and the constructor options it keeps as
+    attributes of the same names.
+
+    >>> from gpu_text.tokenizer.bytepiece import BytePieceModel
+    >>> model_to_spec(BytePieceModel(["<unk>", "a"], [0.0, 2.0], [2, 1]), "bytepiece")
+    {'type': 'bytepiece', 'pieces': ['<unk>', 'a'], 'scores': [0.0, 2.0], 'types': [2, 1], 'unk_id': 0, \
+'fallback_weight': -10.0, 'max_prefix_matches': 16}
+    """
+    if hasattr(model, "to_dict"):
+        return {"type": kind, **model.to_dict()}
+    return {"type": kind, "pieces": [bytes_to_spec(p) for p in model.piece_bytes],
+            "scores": [float(x) for x in model.scores], "types": [int(t) for t in model.types],
+            **{name: getattr(model, name) for name in _options(type(model))}}
+
+
+def model_from_spec(model_class: Any, spec: Any) -> Any:
+    """The model :func:`model_to_spec` wrote (without its ``type``); a malformed spec is a
+    ``ValueError`` saying which key.
+
+    >>> from gpu_text.tokenizer.bytepiece import BytePieceModel
+    >>> spec = model_to_spec(BytePieceModel(["<unk>", "a"], [0.0, 2.0], [2, 1]), "bytepiece")
+    >>> model_from_spec(BytePieceModel, {**spec, "max_prefix_matches": 1.5})
+    Traceback (most recent call last):
+    ...
+    ValueError: BytePieceModel spec: 'max_prefix_matches' must be an integer, not a number
+    """
+    spec = {k: v for k, v in spec.items() if k != "type"} if isinstance(spec, dict) else spec
+    if hasattr(model_class, "from_dict"):
+        return model_class.from_dict(spec)
+    what = model_class.__name__
+    options = _options(model_class)
+    spec = spec_mapping(spec, what, _TABLE + tuple(options))
+    pieces = [bytes_from_spec(piece, f"{what} spec: piece {i}")
+              for i, piece in enumerate(spec_list(spec, "pieces", (str, dict), what))]
+    types = spec_list(spec, "types", int, what)
+    if any(not 1 <= kind <= 6 for kind in types):
+        bad = next(i for i, kind in enumerate(types) if not 1 <= kind <= 6)
+        raise ValueError(f"{what} spec: piece {bad} has type {types[bad]}; types are 1-6")
+    kwargs = {name: spec_value(spec, name, float if isinstance(default, float) else type(default), what)
+              for name, default in options.items()}
+    return model_class(pieces, spec_list(spec, "scores", float, what), types, **kwargs)
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
@@ -107,4 +166,5 @@ def model_file_kind(path: str | os.PathLike) -> str:
     return "sentencepiece"
 
 
-__all__ = ["FORMAT", "TokenizerFileError", "model_file_kind", "read_tokenizer_file", "write_tokenizer_file"]
+__all__ = ["FORMAT", "TokenizerFileError", "model_file_kind", "model_from_spec", "model_to_spec", "read_tokenizer_file",
+           "write_tokenizer_file"]

@@ -5,6 +5,8 @@ concatenation is a piece, merge the one with the highest score (ties: the leftmo
 """
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from tests.reference.utf8 import decode_string
@@ -59,3 +61,14 @@ def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores,
         offsets.append(len(ids))
     return (np.array(ids, np.int32), np.array(starts, np.int64), np.array(ends, np.int64),
             np.array(offsets, np.int64))
+
+
+def bpe_encode_rows(data, offsets, marks, state, check, label, eow, scores, byte_ids, unk_id, tables=None):
+    """Every text's pre-tokens (from each non-zero mark to the next) merged by :func:`bpe_encode`;
+    the ids' row offsets counted text by text."""
+    starts = [p for p in range(len(marks)) if marks[p]]
+    ends = starts[1:] + [len(data)]
+    ids, id_starts, id_ends, token_offsets = bpe_encode(data, np.array(starts, np.int64), np.array(ends, np.int64),
+                                                        state, check, label, eow, scores, byte_ids, unk_id, tables)
+    rows = [int(token_offsets[bisect.bisect_left(starts, at)]) for at in np.asarray(offsets).tolist()]
+    return ids, id_starts, id_ends, np.array(rows, np.int64)

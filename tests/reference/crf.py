@@ -20,7 +20,8 @@ def _scores(unigram, bigram, u_offsets, u_ids, b_offsets, b_ids, start, end):
     return emissions.reshape(end - start, n_labels), transitions
 
 
-def forward_backward(unigram, bigram, seq_offsets, u_offsets, u_ids, b_offsets, b_ids, labels):
+def forward_backward(unigram, bigram, seq_offsets, u_offsets, u_ids, b_offsets, b_ids, labels, exp_bigram=None,
+                     order=None):  # exp_bigram and order only save the twins work
     n, n_labels = u_offsets.size - 1, unigram.shape[1]
     alpha, omega, marginals = (np.zeros((n, n_labels)) for _ in range(3))
     log_z, gold = np.zeros(seq_offsets.size - 1), np.zeros(seq_offsets.size - 1)
@@ -76,7 +77,7 @@ def unigram_gradient(marginals, labels, occ_tokens, chunk_offsets, feature_chunk
 
 
 def bigram_gradient(bigram, alpha, omega, labels, b_offsets, b_ids, occ_tokens, chunk_offsets, feature_chunks,
-                    weights=None, l2=0.0, out=None):
+                    weights=None, l2=0.0, out=None, exp_bigram=None):
     n_labels = alpha.shape[1]
     gradient = np.zeros((feature_chunks.size - 1, n_labels, n_labels))
     for f, t in _token_of_occurrence(occ_tokens, chunk_offsets, feature_chunks):
@@ -112,3 +113,25 @@ def viterbi(unigram, bigram, seq_offsets, u_offsets, u_ids, b_offsets, b_ids):
 
 def posterior_errors(marginals, labels):
     return int((np.argmax(marginals, axis=1) != labels).sum()) if labels.size else 0
+
+
+def sequence_order(seq_offsets):
+    lengths = [int(seq_offsets[s + 1] - seq_offsets[s]) for s in range(seq_offsets.size - 1)]
+    return np.array(sorted(range(len(lengths)), key=lambda s: (-lengths[s], s)), np.int64)
+
+
+def emissions(unigram, bigram, u_offsets, u_ids, b_offsets, b_ids, labels):
+    n, n_labels = u_offsets.size - 1, unigram.shape[1]
+    psi, shift, gold_u, gold_b = np.zeros((n, n_labels)), np.zeros(n), np.zeros(n), np.zeros(n)
+    repeat = np.zeros(n, np.uint8)
+    for t in range(n):
+        e = unigram[u_ids[u_offsets[t]:u_offsets[t + 1]]].sum(axis=0).reshape(n_labels)
+        shift[t] = e.max() if n_labels else 0.0
+        psi[t] = np.exp(e - shift[t])
+        if labels.size:
+            gold_u[t] = e[labels[t]]
+            if t:
+                gold_b[t] = bigram[b_ids[b_offsets[t]:b_offsets[t + 1]], labels[t - 1], labels[t]].sum()
+        ids = b_ids[b_offsets[t]:b_offsets[t + 1]].tolist()
+        repeat[t] = t > 0 and ids == b_ids[b_offsets[t - 1]:b_offsets[t]].tolist()
+    return psi, shift, gold_u, gold_b, repeat

@@ -5,13 +5,17 @@ scored edges (from the trie's prefix search, ordered by start then end). The bes
 forward, in the seed's order (PieceTokenizer's BytePieceTokenizer::Tokenize): at every character
 start, its fallback edge first, then its first ``max_edges_per_start`` edges (all when 0), each
 relaxing its end only on a strictly higher score (so the first of equal paths stays).
+
+``mode`` 3 is SentencePiece Unigram's ``EncodeOptimized``: the fallback edge only at a character
+where no edge of exactly that character starts (mode & 1), and the best score into each byte is a
+float32 (mode & 2): every candidate is rounded to float32 before it is compared and kept.
 """
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
-
 
 
 def char_length(data: bytes, i: int, end: int) -> int:
@@ -26,8 +30,13 @@ def char_length(data: bytes, i: int, end: int) -> int:
     return 1
 
 
+def as_float32(x: float) -> float:
+    """``x`` rounded to the nearest float32 (ties to even), as a Python float."""
+    return struct.unpack("<f", struct.pack("<f", x))[0] if math.isfinite(x) else x
+
+
 def solve_span(data: bytes, begin: int, end: int, edges: list[tuple[int, int, int]], weights: list[float],
-               fallback_weight: float, max_edges_per_start: int) -> list[tuple[int, int, int]]:
+               fallback_weight: float, max_edges_per_start: int, mode: int = 0) -> list[tuple[int, int, int]]:
     """(start, end, value) tokens of one span's best path; value -1 marks a fallback character."""
     n = end - begin
     score = [-math.inf] * (n + 1)
@@ -39,13 +48,17 @@ def solve_span(data: bytes, begin: int, end: int, edges: list[tuple[int, int, in
     p = begin
     while p < end:
         length = char_length(data, p, end)
-        candidates = [(p + length, -1, fallback_weight)]
         taken = by_start.get(p, [])
         if max_edges_per_start > 0:
             taken = taken[:max_edges_per_start]
-        candidates += [(e, v, weights[v]) for e, v in taken]
-        for e, v, w in candidates:
-            new = score[p - begin] + w
+        keep = as_float32 if mode & 2 else (lambda x: x)
+        fallback = [(p + length, -1, keep(score[p - begin] + fallback_weight))]
+        edges_here = [(e, v, keep(score[p - begin] + weights[v])) for e, v in taken]
+        if mode & 1:  # after the edges, and only when none is exactly this character
+            candidates = edges_here + ([] if any(e == p + length for e, _ in taken) else fallback)
+        else:
+            candidates = fallback + edges_here
+        for e, v, new in candidates:
             if new > score[e - begin]:
                 score[e - begin] = new
                 route[e - begin] = (p - begin, v)
@@ -60,7 +73,7 @@ def solve_span(data: bytes, begin: int, end: int, edges: list[tuple[int, int, in
 
 
 def lattice_viterbi(data, span_starts, span_ends, edge_starts, edge_ends, edge_values, span_edge_offsets, weights,
-                    fallback_weight, max_edges_per_start):
+                    fallback_weight, max_edges_per_start, mode=0):
     """Best path of every span: token starts, ends (int64), values (int32, -1: fallback character)
     and each span's token offsets (int64, n_spans + 1)."""
     raw = bytes(np.asarray(data, np.uint8))
@@ -70,7 +83,7 @@ def lattice_viterbi(data, span_starts, span_ends, edge_starts, edge_ends, edge_v
         lo, hi = int(span_edge_offsets[s]), int(span_edge_offsets[s + 1])
         edges = [(int(edge_starts[k]), int(edge_ends[k]), int(edge_values[k])) for k in range(lo, hi)]
         for a, b, v in solve_span(raw, int(span_starts[s]), int(span_ends[s]), edges, w, float(fallback_weight),
-                                  int(max_edges_per_start)):
+                                  int(max_edges_per_start), int(mode)):
             starts.append(a)
             ends.append(b)
             values.append(v)

@@ -86,3 +86,11 @@ def pretokenize(data: np.ndarray, offsets: np.ndarray, dfa) -> tuple[np.ndarray,
             starts.append(base + at)
             symbols.append(NUMBERS[k])
     return np.array(starts, np.int64), np.array(symbols, np.uint8)
+
+
+def pretokenize_marks(data: np.ndarray, offsets: np.ndarray, dfa) -> np.ndarray:
+    """0 per byte, 1 + the first character's symbol at every pre-token start."""
+    starts, symbols = pretokenize(data, offsets, dfa)
+    marks = np.zeros(len(data), np.uint8)
+    marks[starts] = symbols + 1
+    return marks

@@ -124,3 +124,49 @@ def viterbi_loss(data, span_starts, span_ends, edge_starts, edge_ends, edge_valu
                 float(tail_score), bool(jieba_mode))
         losses.append(solve(*args)[1] - solve(*args, removed=(a, b))[1])
     return np.array(losses, np.float64)
+
+
+def _trie_words_at(trie: tuple[list, list, list, list], raw: bytes, p: int, limit: int) -> list[tuple[int, int]]:
+    """(end, value) of every dictionary word raw[p:end) with end <= limit, shortest first: a plain
+    walk of the double array (the layout of cuda/double_array.cuh)."""
+    state, check, _, eow = trie
+    size = len(state)
+    pos, found = 0, []
+    for i in range(p, limit):
+        nxt = pos ^ state[pos] ^ raw[i]
+        if raw[i] == 0 or not 0 <= nxt < size or check[nxt] != pos + 1:
+            break
+        pos = nxt
+        slot = pos ^ state[pos]
+        if eow[pos] and 0 <= slot < size and check[slot] == pos + 1:
+            found.append((i + 1, state[slot]))
+    return found
+
+
+def segment_rows(state, check, label, eow, data, offsets, weights, unknown_weight, tail_score, jieba_mode):
+    """Every row's words: its tokens, each lattice run solved with the trie's words as edges, and
+    in jieba mode consecutive one-byte ASCII letter/digit words of a run joined (id -1 when more
+    than one). (starts, ends relative to the row, ids, row offsets)."""
+    trie = tuple(np.asarray(a).tolist() for a in (state, check, label, eow))
+    raw_all = bytes(data)
+    weights = np.asarray(weights).tolist()
+    starts, ends, ids, rows = [], [], [], [0]
+    for r in range(len(offsets) - 1):
+        raw = raw_all[int(offsets[r]):int(offsets[r + 1])]
+        for a, b, in_run in tokens_of(raw, bool(jieba_mode)):
+            if not in_run:
+                starts.append(a), ends.append(b), ids.append(-1)
+                continue
+            edges = [(a + at, q, v) for _, at in decode_string(raw[a:b])
+                     for q, v in _trie_words_at(trie, raw, a + at, b)]
+            words, _ = solve(raw, a, b, edges, weights, float(unknown_weight), float(tail_score), bool(jieba_mode))
+            p, joining = a, False
+            for q, v in words:
+                single = bool(jieba_mode) and q - p == 1 and chr(raw[p]).isascii() and chr(raw[p]).isalnum()
+                if single and joining:
+                    ends[-1], ids[-1] = q, -1
+                else:
+                    starts.append(p), ends.append(q), ids.append(v)
+                joining, p = single, q
+        rows.append(len(starts))
+    return (np.array(starts, np.int64), np.array(ends, np.int64), np.array(ids, np.int32), np.array(rows, np.int64))

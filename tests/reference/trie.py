@@ -31,11 +31,14 @@ def words_of(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np.nd
 def trie_prefix_search(state, check, label, eow, data, span_starts, span_ends):
     words = words_of(state, check, label, eow)
     longest = max(map(len, words), default=0)
+    prefixes = {w[:n] for w in words for n in range(1, len(w) + 1)}
     raw = bytes(data)
     starts, ends, values, offsets = [], [], [], [0]
     for begin, end in zip(span_starts.tolist(), span_ends.tolist()):
         for _, at in decode_string(raw[begin:end]):
             for stop in range(begin + at + 1, min(end, begin + at + longest) + 1):
+                if raw[begin + at:stop] not in prefixes:  # no longer word either
+                    break
                 value = words.get(raw[begin + at:stop])
                 if value is not None:
                     starts.append(begin + at)

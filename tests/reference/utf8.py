@@ -59,7 +59,8 @@ def utf8_decode(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.n
             codepoints.append(cp)
             positions.append(at)
         row_offsets.append(len(codepoints))
-    return np.array(codepoints, np.uint32), np.array(positions, np.int64), np.array(row_offsets, np.int64)
+    position_type = np.int32 if len(data) < 2**31 else np.int64
+    return np.array(codepoints, np.uint32), np.array(positions, position_type), np.array(row_offsets, np.int64)
 
 
 def utf8_encode(codepoints: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
