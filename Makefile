@@ -20,8 +20,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/python -m gpu_text.demo
 
-# the caches are filled once first, so the two test workers and the CLI subprocesses do not all compile at once
+# the seed's BytePiece trainer (the oracle of tests/test_bytepiece_trainer.py) is built once into
+# .cache/piece-tokenizer; the caches are filled once first, so the two test workers and the CLI subprocesses do not all compile at once
 test: $(STAMP)
+	$(VENV)/bin/python -m tests.piece_tokenizer_oracle || echo "the seed's trainer CLI did not build: its oracle tests skip"
 	$(VENV)/bin/python -m tests.warm_caches
 	$(VENV)/bin/python -m pytest -n 2 --durations=10
 

@@ -15,9 +15,8 @@ from typing import Any
 from gpu_text.timing import measure  # noqa: F401  (re-exported for the benchmark modules)
 
 # every benchmark module, in the order they run (each has run(config) -> list[Measurement])
-BENCHMARKS = ["utf8_decode", "segment", "tokenize", "train_tokenizer", "crf", "word2vec", "lda", "training"]
-BENCHMARKS.append("unigram_encode")  # SentencePiece Unigram encode vs sentencepiece (issue 17)
-BENCHMARKS.append("bytepiece_train")  # BytePiece training vs the seed and bytepiece (issue 17)
+BENCHMARKS = ["utf8_decode", "segment", "tokenize", "train_tokenizer", "unigram_encode", "bytepiece_train", "crf",
+              "word2vec", "lda", "training"]
 
 
 def cpu_thread_counts() -> Iterator[int]:

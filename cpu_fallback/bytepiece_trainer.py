@@ -5,8 +5,7 @@ by cpu_fallback/ngram_count.py, with the n-gram keys); the rest run on the host 
 ``byte_viterbi_starts``: the 6-state byte Viterbi over each pre-token with the UTF-8 boundary
 constraints, marking the byte where each piece starts; its table of n-grams is keyed
 ``n << 8n | the n bytes big-endian`` (lengths sort apart), one sorted table for all lengths.
-``split_rows``: the pre-splitter of :mod:`gpu_text.tokenizer.bytepiece_split`. ``cxx_*``: the order
-libstdc++ gives equal counts (:mod:`gpu_text.tokenizer.cxx_order`).
+``cxx_*``: the order libstdc++ gives equal counts (:mod:`gpu_text.tokenizer.cxx_order`).
 """
 from __future__ import annotations
 
@@ -134,94 +133,6 @@ def byte_viterbi_starts(data, starts, ends, keys, values):
         if ends[s] > starts[s]:
             _solve(data, starts[s], ends[s] - starts[s], table_keys, table_values, bits, piece_start)
     return piece_start
-
-
-# character flags of the pre-splitter (gpu_text.tokenizer.bytepiece_split)
-SPACE, WORD, HAN, PUNCT = 1, 2, 4, 8
-
-
-@njit(**JIT)
-def _split_row(flags, lo, hi, cut, out_starts, out_ends, n_out, write):
-    """The seed's SplitText over the characters [lo, hi) of one row; returns the new token count."""
-
-    def emit(a, b, n):
-        if write:
-            out_starts[n] = a
-            out_ends[n] = b
-        return n + 1
-
-    i = lo
-    if cut == 1:
-        while i < hi:
-            f = flags[i]
-            if f & SPACE or f & PUNCT:
-                n_out = emit(i, i + 1, n_out)
-                i += 1
-                continue
-            j = i + 1
-            while j < hi and not (flags[j] & SPACE or flags[j] & PUNCT):
-                j += 1
-            n_out = emit(i, j, n_out)
-            i = j
-        return n_out
-    pending = -1
-    while i < hi:
-        f = flags[i]
-        if f & SPACE:
-            if pending >= 0:
-                n_out = emit(pending, pending + 1, n_out)
-            pending = i
-            i += 1
-            continue
-        if f & WORD:
-            han = f & HAN
-            start = i
-            if pending >= 0:
-                if han:
-                    n_out = emit(pending, pending + 1, n_out)
-                else:
-                    start = pending
-                pending = -1
-            j = i
-            while j < hi and flags[j] & WORD and not flags[j] & SPACE and (flags[j] & HAN) == han:
-                j += 1
-            n_out = emit(start, j, n_out)
-            i = j
-            continue
-        if pending < 0 and i + 1 < hi and flags[i + 1] & WORD and not flags[i + 1] & SPACE \
-                and not flags[i + 1] & HAN:
-            j = i + 1
-            while j < hi and flags[j] & WORD and not flags[j] & SPACE and not flags[j] & HAN:
-                j += 1
-            n_out = emit(i, j, n_out)
-            i = j
-            continue
-        start = pending if pending >= 0 else i
-        pending = -1
-        j = i
-        while j < hi and not flags[j] & SPACE and not flags[j] & WORD:
-            j += 1
-        n_out = emit(start, j, n_out)
-        i = j
-    if pending >= 0:
-        n_out = emit(pending, pending + 1, n_out)
-    return n_out
-
-
-@njit(parallel=True, **JIT)
-def split_rows(flags, row_offsets, cut):
-    """Pre-tokens of every row as character ranges (starts, ends) and each row's token offsets."""
-    rows = row_offsets.size - 1
-    counts = np.zeros(rows + 1, np.int64)
-    none = np.zeros(0, np.int64)
-    for r in prange(rows):
-        counts[r + 1] = _split_row(flags, row_offsets[r], row_offsets[r + 1], cut, none, none, 0, False)
-    offsets = np.cumsum(counts)
-    starts = np.empty(offsets[-1], np.int64)
-    ends = np.empty(offsets[-1], np.int64)
-    for r in prange(rows):
-        _split_row(flags, row_offsets[r], row_offsets[r + 1], cut, starts, ends, offsets[r], True)
-    return starts, ends, offsets
 
 
 # ------------------------------------------------------------------ libstdc++'s order of equal counts

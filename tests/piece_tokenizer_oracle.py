@@ -94,9 +94,12 @@ def build() -> Path:
         with tarfile.open(archive) as tar:
             tar.extractall(CACHE, filter="data")
     build_dir = SOURCE / "build"
-    subprocess.run(["cmake", "-S", str(SOURCE), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
+    # the test extras install CMake's wheel into the environment, whose bin/ need not be on PATH
+    beside = Path(sys.executable).parent / "cmake"
+    cmake = str(beside) if beside.is_file() else shutil.which("cmake") or "cmake"
+    subprocess.run([cmake, "-S", str(SOURCE), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
                     "-DBUILD_TESTING=OFF"], check=True)
-    subprocess.run(["cmake", "--build", str(build_dir), "--target", "piece-tokenizer", "-j",
+    subprocess.run([cmake, "--build", str(build_dir), "--target", "piece-tokenizer", "-j",
                     str(os.cpu_count() or 1)], check=True)
     return CLI
 

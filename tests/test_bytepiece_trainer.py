@@ -13,7 +13,6 @@ import pytest
 
 from tests import piece_tokenizer_oracle as oracle
 
-from gpu_text.tokenizer.bytepiece_split import split_text
 from gpu_text.tokenizer.bytepiece_trainer import BytePieceTrainer
 from tests.reference import bytepiece as reference
 
@@ -75,14 +74,6 @@ def test_pieces_start_and_end_on_characters():
         piece.decode("utf-8")  # raises when a piece cuts a character
 
 
-def test_seed_splitter():
-    assert split_text("Hello,▁World!▁don't▁你好，世界。123abc") == \
-        ["Hello", ",", "▁World", "!", "▁don", "'t", "▁", "你好", "，", "世界", "。123abc"]  # 。 joins the word run after it
-    assert split_text("a▁▁▁b") == ["a", "▁", "▁", "▁b"]
-    assert split_text("▁你好▁a", cut=1) == ["▁", "你好", "▁", "a"]
-    assert split_text("") == []
-
-
 def test_keep_and_resplit_book_example():
     """The book's pruning example: 南京市 and 京市 fall under min_count and are re-split over the kept set."""
     trainer = BytePieceTrainer(min_count=2)
@@ -126,23 +117,6 @@ def test_bad_options():
         BytePieceTrainer(vocab_size=100).train(["a"])
     with pytest.raises(ValueError, match="cut"):
         BytePieceTrainer(cut=3).train(["a"])
-
-
-@pytest.mark.parametrize("cut", [0, 1])
-def test_batch_splitter_equals_split_text(cut):
-    """The Numba splitter (every row at once) == split_text, on random mixes of every character kind."""
-    from gpu_text.batch import TextBatch
-    from gpu_text.tokenizer.bytepiece_split import split_batch
-
-    chars = ["a", "Z", "7", "é", "中", "文", "，", "!", "'", "▁", "\t", "\x01", "😀", "ー", "１", "×", "¿"]
-    rng = np.random.default_rng(cut)
-    rows = ["".join(rng.choice(chars, int(rng.integers(0, 20)))) for _ in range(500)] + ["", "▁", "▁▁"]
-    batch = TextBatch.from_strings(rows)
-    starts, ends, offsets = split_batch(batch.data, batch.offsets, cut=cut)
-    data = bytes(batch.data)
-    for r, row in enumerate(rows):
-        got = [data[a:b].decode() for a, b in zip(starts[offsets[r]:offsets[r + 1]], ends[offsets[r]:offsets[r + 1]])]
-        assert got == split_text(row, cut=cut), row
 
 
 def test_real_text_equals_reference():
