@@ -6,6 +6,8 @@ trailing space symbols are trimmed and the rows are packed). The rules are in
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 from numba import njit, prange
 
@@ -35,6 +37,20 @@ def _step(state, check, label, eow, target_offsets, data, i, end, none, match_st
     if length > 0:
         return length, _FROM_DATA, i, i + length
     return 1, _FROM_REPLACEMENT, 0, 3
+
+
+@njit(inline="always", **JIT)
+def _char_step(state, check, label, eow, target_offsets, data, i, end, none, match_starts):
+    """:func:`_step` at a character of 2 or 3 bytes, from the code point table when it decides
+    (no trie walk: the charsmap's trie is megabytes, and every step of a walk may miss the cache)."""
+    width, cp = sequence_at(data, i, end)
+    if width > 1:
+        found = match_starts[_CP_TABLE + cp]
+        if found == _CP_NONE:
+            return width, _FROM_DATA, i, i + width
+        if found >= 0:
+            return width, _FROM_TARGETS, target_offsets[found], target_offsets[found + 1]
+    return _step(state, check, label, eow, target_offsets, data, i, end, none, match_starts)
 
 
 @njit(inline="always", **JIT)
@@ -97,7 +113,20 @@ def normalize_row(state, check, label, eow, targets, target_offsets, data, begin
                 prev_space = False
                 i += width
                 continue
-        step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end, none, match_starts)
+        if 0xC2 <= first < 0xF0:
+            step, src, a, b = _char_step(state, check, label, eow, target_offsets, data, i, end, none, match_starts)
+            if src == _FROM_DATA:  # the character as it is (no space in it)
+                for k in range(step):
+                    if write:
+                        out[at + n] = data[i + k]
+                        if aligned:
+                            align[at + n] = i - begin
+                    n += 1
+                prev_space = False
+                i += step
+                continue
+        else:
+            step, src, a, b = _step(state, check, label, eow, target_offsets, data, i, end, none, match_starts)
         if prev_space:
             while a < b and _byte(src, a, targets, data, replacement) == _SPACE:
                 a += 1
@@ -163,10 +192,13 @@ def _no_match_at(starts, data, i, end):
     return starts[256 * (first + 1) + data[i + 1]] == 0
 
 
+_CP_TABLE = 256 * 257  # where match_starts' code point section begins (see match_starts_table)
+_CP_WALK, _CP_NONE = -2, -1
+
+
 @njit(**JIT)
-def match_starts_table(state, check, label, eow):
-    """The table :func:`_no_match_at` reads: 256 first-byte flags, then 256 rows of 256."""
-    starts = np.zeros(256 * 257, np.uint8)
+def _build_match_starts(state, check, label, eow):
+    starts = np.zeros(_CP_TABLE + 0x10000, np.int32)
     for b in range(1, 256):
         node = trie_step(state, check, label, np.int64(0), np.uint8(b))
         if node < 0:
@@ -176,7 +208,47 @@ def match_starts_table(state, check, label, eow):
         for c in range(256):
             if whole or trie_step(state, check, label, node, np.uint8(c)) >= 0:
                 starts[256 * (b + 1) + c] = 1
+    # the code points of 2 and 3 bytes: what the longest match at one of them is, when it is
+    # decided by the character alone (the trie node its bytes reach has no child)
+    utf8 = np.zeros(3, np.uint8)
+    for cp in range(0x80, 0x10000):
+        if cp < 0x800:
+            utf8[0], utf8[1], width = 0xC0 | (cp >> 6), 0x80 | (cp & 0x3F), 2
+        else:
+            utf8[0], utf8[1], utf8[2], width = 0xE0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3F), 0x80 | (cp & 0x3F), 3
+        node = np.int64(0)
+        for k in range(width):
+            node = trie_step(state, check, label, node, utf8[k])
+            if node < 0:
+                break
+        if node < 0:
+            starts[_CP_TABLE + cp] = _CP_NONE
+            continue
+        result = trie_value(state, check, label, eow, node)
+        for c in range(1, 256):
+            if trie_step(state, check, label, node, np.uint8(c)) >= 0:
+                result = _CP_WALK  # a longer source may match: the walk decides
+                break
+        starts[_CP_TABLE + cp] = _CP_NONE if result == -1 else result
     return starts
+
+
+_MATCH_STARTS: dict[int, np.ndarray] = {}  # id of a trie's state array -> its table, while the array lives
+
+
+def match_starts_table(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np.ndarray) -> np.ndarray:
+    """The table :func:`_no_match_at` and :func:`_char_step` read (int32): 256 first-byte flags,
+    256 rows of 256 second-byte flags, then per code point below U+10000 of 2 or 3 bytes the
+    longest match at it when the character decides it (-1: none; a target number: the character
+    is a source and begins no longer one), or -2 (walk the trie). Built once per trie (it walks
+    every such code point: ~10 ms) and kept while the trie's arrays live."""
+    key = id(state)
+    table = _MATCH_STARTS.get(key)
+    if table is None:
+        table = _build_match_starts(state, check, label, eow)
+        _MATCH_STARTS[key] = table
+        weakref.finalize(state, _MATCH_STARTS.pop, key, None)  # before the id can be reused
+    return table
 
 
 @njit(parallel=True, **JIT)

@@ -357,7 +357,8 @@ class Tokenizer:
         normalizer = sp.normalizer()
         # SentencePiece merges over the whole text; cutting at each space symbol first gives the
         # same ids (and parallel work) unless a piece that merges holds the symbol after its start
-        inner = any(SPACE_SYMBOL in piece[1:] for piece, kind in zip(sp.pieces, sp.types) if kind == PieceType.NORMAL)
+        normal = int(PieceType.NORMAL)
+        inner = any(SPACE_SYMBOL in piece[1:] for piece, kind in zip(sp.pieces, sp.types.tolist()) if kind == normal)
         split = "whitespace" if sp.escape_whitespaces and not inner else "none"
         return cls(model, normalizer, PreTokenizer(split=split), sp.bos_id, sp.eos_id, sp.pad_id)
 
