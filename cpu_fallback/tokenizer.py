@@ -155,7 +155,10 @@ def encode_text(data, offsets, normalizer, symbol, collapse, dummy, growth, dfa,
     arrays of the user-defined symbols (None when there are none).
     """
     match_starts = match_starts_table(*normalizer[:4])
-    bounds = chunk_bounds(np.diff(offsets), per_thread=1)  # a chunk merges a part once
+    # eight chunks per thread, taken by the threads as they finish (each with its own memo, so a part
+    # may merge once per chunk): 8-17% less time than one chunk per thread at 16k and 32k, zh and en,
+    # measured interleaved; smaller chunks keep their row buffers in cache and the threads even
+    bounds = chunk_bounds(np.diff(offsets), per_thread=8)
     c = np.ascontiguousarray  # borrowed views need C order
     if symbols is None:  # the one-slot placeholder trie, which _next_symbol skips
         symbols = (np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.uint8), np.zeros(1, np.uint8))

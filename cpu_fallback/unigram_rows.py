@@ -218,7 +218,7 @@ def encode_unigram_text(data, offsets, normalizer, symbol, collapse, dummy, grow
     ([2, 1, 0], [0, 1, 3], [0, 0, 1], [2, 1, 3])
     """
     match_starts = match_starts_table(*normalizer[:4])
-    bounds = chunk_bounds(np.diff(offsets), per_thread=1)
+    bounds = chunk_bounds(np.diff(offsets), per_thread=8)  # as cpu_fallback/tokenizer.py's encoder
     c = np.ascontiguousarray
     common = (tuple(c(a) for a in normalizer), c(symbol), collapse, dummy, growth, match_starts,
               trie_units(*(np.asarray(a) for a in trie)), c(weights, dtype=np.float64), np.float64(unk_score), np.int32(unk_id),
