@@ -75,6 +75,19 @@ def _put_symbol(symbol, origin, out, align, at, n, write, aligned):
     return n
 
 
+@njit(inline="always", **JIT)
+def _copy_char(data, i, width, begin, out, align, at, n, write, aligned):
+    """The character data[i:i + width] at out[at + n:] as it is (when ``write``; its origin when
+    ``aligned`` too); returns the new length."""
+    for k in range(width):
+        if write:
+            out[at + n] = data[i + k]
+            if aligned:
+                align[at + n] = i - begin
+        n += 1
+    return n
+
+
 @njit(**JIT)
 def normalize_row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol, collapse, dummy,
                   replacement, out, align, at, write, aligned, match_starts, none):
@@ -104,24 +117,14 @@ def normalize_row(state, check, label, eow, targets, target_offsets, data, begin
         if first != _SPACE and _no_match_at(match_starts, data, i, end):
             width = 1 if first < 0x80 else sequence_at(data, i, end)[0]
             if width > 0:  # a well-formed character: copied as it is
-                for k in range(width):
-                    if write:
-                        out[at + n] = data[i + k]
-                        if aligned:
-                            align[at + n] = i - begin
-                    n += 1
+                n = _copy_char(data, i, width, begin, out, align, at, n, write, aligned)
                 prev_space = False
                 i += width
                 continue
         if 0xC2 <= first < 0xF0:
             step, src, a, b = _char_step(state, check, label, eow, target_offsets, data, i, end, none, match_starts)
             if src == _FROM_DATA:  # the character as it is (no space in it)
-                for k in range(step):
-                    if write:
-                        out[at + n] = data[i + k]
-                        if aligned:
-                            align[at + n] = i - begin
-                    n += 1
+                n = _copy_char(data, i, step, begin, out, align, at, n, write, aligned)
                 prev_space = False
                 i += step
                 continue

@@ -217,11 +217,10 @@ def test_malformed_utf8_and_nul_bytes_as_sentencepiece(trained, config):
     assert tok.encode(raw, backend=emulated_backend()).ids.to_pylist() == want
 
 
-def test_one_megabyte_line_is_linear(trained):
-    """A 1 MB line (one lattice of a million bytes) encodes in about a second on both CPU paths:
-    the fused row encoder and the staged kernels (prefix search, lattice_viterbi)."""
-    import time
-
+def test_one_megabyte_line_equals_sentencepiece(trained):
+    """A 1 MB line (one lattice of a million bytes) on both CPU paths: the fused row encoder and
+    the staged kernels (prefix search, lattice_viterbi). That the lattice's work is linear in the
+    line is asserted by its step count in tests/test_lattice_kernels.py, not by a clock here."""
     from gpu_text.backend import get_backend
 
     path = trained("v4000-nmt_nfkc-bytes")
@@ -229,11 +228,8 @@ def test_one_megabyte_line_is_linear(trained):
     big = "你好世界 hello, world " * 40000
     want = spm.SentencePieceProcessor(model_file=path).encode([big])
     cpu = get_backend("cpu")
-    for encode in (lambda: tok.encode([big]).ids, lambda: tok._encode_stages_fitting(
-            lines_to_batch(big.encode() + b"\n"), cpu, False)[0]):
-        start = time.process_time()
-        assert encode().to_pylist() == want
-        assert time.process_time() - start < 10
+    assert tok.encode([big]).ids.to_pylist() == want
+    assert tok._encode_stages_fitting(lines_to_batch(big.encode() + b"\n"), cpu, False)[0].to_pylist() == want
 
 
 @pytest.mark.parametrize("user_score,normal_score", [(0.0, -10.0), (-3.0, -9.95), (5.0, -9.85)])
