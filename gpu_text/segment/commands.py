@@ -113,7 +113,7 @@ def segmenter_cache_path(dictionary: str, compat: str | None, on_error: str) -> 
     >>> segmenter_cache_path(p, "jieba", "raise") == segmenter_cache_path(p, "jieba", "skip")
     False
     """
-    from gpu_text.segment.segmenter import FILE_FORMAT
+    from gpu_text.segment.segmenter_file import FILE_FORMAT
 
     digest = hashlib.sha256()
     try:

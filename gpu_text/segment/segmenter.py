@@ -32,11 +32,8 @@ Where no cut point lies within a window's length the window grows (doubling) unt
 """
 from __future__ import annotations
 
-import hashlib
 import math
 import os
-import tempfile
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,15 +45,14 @@ from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch, as_text_batch
 from gpu_text.ragged import RaggedArray, row_ids
 from gpu_text.segment.dictionary import Dictionary, load_dictionary
+from gpu_text.segment.segmenter_file import read_segmenter, write_segmenter
 from gpu_text.specs import spec_list, spec_mapping, spec_value
 from gpu_text.trie import DoubleArrayTrie
-from gpu_text.trie.double_array_file import FORMAT as TRIE_FORMAT, write_npz
 
 COMPAT_MODES = (None, "dictcut", "jieba")
 # (state, check, label, eow) of a trie without words: the root alone, no edge out of it
 _EMPTY_TRIE = (np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.uint8), np.zeros(1, np.uint8))
 WINDOW_BYTES = 1 << 20
-FILE_FORMAT = "gpu_text.Segmenter/1"  # bump when the saved members or their meaning change
 
 
 @dataclass(frozen=True)
@@ -401,34 +397,7 @@ class Segmenter:
         >>> Segmenter.load(path).cut("他是英国人")
         ['他', '是', '英国人']
         """
-        d = self.dictionary
-        words = [] if d is None else list(d.words)
-        members = {"segmenter": np.array(FILE_FORMAT), "compat": np.array(self.compat or ""), "tag": np.array(tag),
-                   "has_dictionary": np.array(d is not None),
-                   # words never hold NUL (the trie's terminator), so NUL separates them
-                   "words": np.frombuffer("\0".join(words).encode("utf-8", "surrogatepass"), np.uint8),
-                   "freqs": np.zeros(0, np.int64) if d is None else np.asarray(d.freqs, np.int64),
-                   "total": np.array(0 if d is None else int(d.total), np.int64),
-                   "skipped": np.frombuffer("\0".join([] if d is None else d.skipped).encode("utf-8", "replace"),
-                                            np.uint8),
-                   "weights": self.weights,
-                   "scalars": np.array([self.unknown_weight, self.tail_score, self.max_word_bytes], np.float64)}
-        if self.trie is not None:
-            members.update({"format": np.array(TRIE_FORMAT), "state": self.trie.state,
-                            "check": self.trie.check, "label": self.trie.label, "eow": self.trie.eow})
-        members["digest"] = np.array(_digest(members))
-        folder = os.path.dirname(os.path.abspath(path))
-        handle, temp = tempfile.mkstemp(prefix=".segmenter-", suffix=".npz", dir=folder)
-        os.close(handle)
-        try:
-            write_npz(temp, members)
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(temp, 0o666 & ~umask)  # mkstemp's 0o600 would make a saved model private
-            os.replace(temp, path)
-        except BaseException:
-            os.unlink(temp)
-            raise
+        write_segmenter(self, path, tag)
 
     @classmethod
     def load(cls, path: str | os.PathLike, tag: str | None = None, *, window_bytes: int = WINDOW_BYTES
@@ -447,55 +416,7 @@ class Segmenter:
         ...
         ValueError: ...seg.npz was saved with tag 'v1', not 'v2'
         """
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                members = {name: archive[name] for name in archive.files if name not in ("state", "check", "label",
-                                                                                         "eow")}
-            kind = members.get("segmenter")
-            if kind is None or kind.shape != () or str(kind) != FILE_FORMAT:
-                raise ValueError(f"format is {kind!r}, expected {FILE_FORMAT!r}")
-            trie = DoubleArrayTrie.load(path, mmap=True) if "format" in members else None
-            if trie is not None:
-                # private writable copies of the mapped pages (one memcpy): Numba compiles a second
-                # specialisation of every kernel for read-only arrays, seconds of JIT on a cold cache
-                trie.state, trie.check, trie.label, trie.eow = (np.array(a) for a in (trie.state, trie.check,
-                                                                                       trie.label, trie.eow))
-                members.update(state=trie.state, check=trie.check, label=trie.label, eow=trie.eow)
-            if str(members.pop("digest", "")) != _digest(members):
-                raise ValueError("its contents do not match their digest (corrupt or altered)")
-            segmenter = cls._from_members(members, trie, window_bytes)
-        except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
-            if isinstance(exc, FileNotFoundError):
-                raise
-            raise ValueError(f"{os.fspath(path)} is not a saved Segmenter: {exc}") from exc
-        saved = str(members["tag"])
-        if tag is not None and saved != tag:
-            raise ValueError(f"{os.fspath(path)} was saved with tag {saved!r}, not {tag!r}")
-        return segmenter
-
-    @classmethod
-    def _from_members(cls, members: dict[str, np.ndarray], trie: DoubleArrayTrie | None, window_bytes: int
-                      ) -> "Segmenter":
-        """A segmenter from checked-digest members, without building anything."""
-        compat = str(members["compat"]) or None
-        words_blob = members["words"].tobytes().decode("utf-8", "surrogatepass")
-        words = words_blob.split("\0") if words_blob else []
-        skipped_blob = members["skipped"].tobytes().decode("utf-8")
-        freqs, weights = members["freqs"], members["weights"]
-        n = len(words)
-        if freqs.shape != (n,) or freqs.dtype != np.int64 or weights.dtype != np.float64:
-            raise ValueError("the word frequencies or weights have the wrong shape or type")
-        if (trie is not None) != (n > 0) or (trie is not None and len(trie) != n) or weights.size != max(n, 1):
-            raise ValueError("the trie, the words and the weights do not agree in size")
-        dictionary = None
-        if bool(members["has_dictionary"]):
-            dictionary = Dictionary(words, np.array(freqs), int(members["total"]),
-                                    skipped_blob.split("\0") if skipped_blob else [])
-        segmenter = cls(None, compat, window_bytes=window_bytes)  # checks compat and window_bytes
-        unknown, tail, max_word_bytes = members["scalars"].tolist()
-        segmenter.dictionary, segmenter.trie, segmenter.weights = dictionary, trie, np.array(weights)
-        segmenter.unknown_weight, segmenter.tail_score, segmenter.max_word_bytes = unknown, tail, int(max_word_bytes)
-        return segmenter
+        return read_segmenter(cls, path, tag, window_bytes)
 
     def cut(self, text: str, backend: str | Backend | None = "cpu") -> list[str]:
         """Segment one string (a convenience; batch with :meth:`segment`).
@@ -569,17 +490,6 @@ def segment_words(texts: Any, dictionary: Dictionary | str | Path | None = None,
     [['你', '好', '世', '界']]
     """
     return Segmenter(dictionary, compat).segment(texts, backend).words()
-
-
-def _digest(members: dict[str, np.ndarray]) -> str:
-    """sha256 over every member's name, dtype, shape and bytes, in name order: what a saved
-    segmenter must still match when it is loaded (mapped members bypass the zip's CRCs)."""
-    h = hashlib.sha256()
-    for name in sorted(members):
-        array = np.ascontiguousarray(members[name])
-        h.update(f"{name}:{array.dtype.str}:{array.shape};".encode())
-        h.update(memoryview(array.reshape(-1).view(np.uint8)) if array.dtype.kind != "U" else str(array).encode())
-    return h.hexdigest()
 
 
 def _char_starts(raw: np.ndarray) -> np.ndarray:
