@@ -48,6 +48,32 @@ def piece_weights(counts: Sequence[float]) -> np.ndarray:
     return np.array([math.log(c) - log_total if c > 0 else -math.inf for c in map(float, counts)], np.float64)
 
 
+def lattice_spans(data: Any, starts: Any, ends: Any, be: Backend) -> tuple[Any, Any, Any]:
+    """The bytes and span bounds as the lattice kernels take them (C order, uint8 / int64, on ``be``).
+
+    >>> [a.dtype.name for a in lattice_spans(np.frombuffer(b"ab", np.uint8), [0], [2], get_backend("cpu"))]
+    ['uint8', 'int64', 'int64']
+    """
+    xp = be.xp
+    return (xp.ascontiguousarray(be.asarray(data), dtype=xp.uint8),
+            xp.ascontiguousarray(be.asarray(starts), dtype=xp.int64),
+            xp.ascontiguousarray(be.asarray(ends), dtype=xp.int64))
+
+
+def lattice_edges(trie: DoubleArrayTrie | None, data: Any, starts: Any, ends: Any, be: Backend
+                  ) -> tuple[Any, Any, Any, Any]:
+    """The pieces found in each span (``trie.prefix_search_spans``); none without a trie.
+
+    >>> [a.tolist() for a in lattice_edges(None, None, np.array([0]), np.array([1]), get_backend("cpu"))]
+    [[], [], [], [0, 0]]
+    """
+    if trie is not None:
+        return trie.prefix_search_spans(data, starts, ends, be)
+    xp = be.xp
+    none = xp.zeros(0, xp.int64)
+    return none, none, xp.zeros(0, xp.int32), xp.zeros(starts.size + 1, xp.int64)
+
+
 class BytePieceModel:
     """Pieces (str or bytes), scores (a NORMAL piece's count), types and ``unk_id``.
 
@@ -114,17 +140,10 @@ class BytePieceModel:
         ([3, 3], [0, 1, 2])
         """
         be = get_backend(backend)
-        xp = be.xp
-        data = xp.ascontiguousarray(be.asarray(data), dtype=xp.uint8)
-        starts = xp.ascontiguousarray(be.asarray(starts), dtype=xp.int64)
-        ends = xp.ascontiguousarray(be.asarray(ends), dtype=xp.int64)
-        if self.trie is not None:
-            edges = self.trie.prefix_search_spans(data, starts, ends, be)
-        else:
-            none = xp.zeros(0, xp.int64)
-            edges = (none, none, xp.zeros(0, xp.int32), xp.zeros(starts.size + 1, xp.int64))
+        data, starts, ends = lattice_spans(data, starts, ends, be)
         tok_starts, tok_ends, values, token_offsets = be.op("lattice", "lattice_viterbi")(
-            data, starts, ends, *edges, be.asarray(self.weights), self.fallback_weight, self.max_prefix_matches)
+            data, starts, ends, *lattice_edges(self.trie, data, starts, ends, be), be.asarray(self.weights),
+            self.fallback_weight, self.max_prefix_matches)
         ids = self._fallback_ids(data, tok_starts, tok_ends, values, be)
         return self._byte_fallback(data, tok_starts, tok_ends, ids, token_offsets, be)
 

@@ -35,7 +35,7 @@ from gpu_text.backend import Backend, get_backend
 from gpu_text.specs import bytes_from_spec, bytes_to_spec, spec_list, spec_mapping, spec_value
 from gpu_text.tokenizer.bpe import BPEModel, EncodedPreTokens, PieceType, byte_piece, piece_problem, shown_piece, \
     special_id_problem
-from gpu_text.tokenizer.bytepiece import BytePieceModel
+from gpu_text.tokenizer.bytepiece import BytePieceModel, lattice_edges, lattice_spans
 from gpu_text.trie import DoubleArrayTrie
 
 UNK_PENALTY = 10.0
@@ -110,13 +110,6 @@ class UnigramModel:
     check_special_ids = BPEModel.check_special_ids
 
     # --------------------------------------------------------------------------------- encoding
-    def _edges(self, data: Any, starts: Any, ends: Any, be: Backend) -> tuple[Any, Any, Any, Any]:
-        if self.trie is not None:
-            return self.trie.prefix_search_spans(data, starts, ends, be)
-        xp = be.xp
-        none = xp.zeros(0, xp.int64)
-        return none, none, xp.zeros(0, xp.int32), xp.zeros(starts.size + 1, xp.int64)
-
     def encode_pre_tokens(self, data: Any, starts: Any, ends: Any, backend: str | Backend | None = None
                           ) -> EncodedPreTokens:
         """Encode the spans ``data[starts[k]:ends[k]]`` (absolute byte positions; for SentencePiece's
@@ -128,13 +121,10 @@ class UnigramModel:
         ([3, 3], [0, 1, 2])
         """
         be = get_backend(backend)
-        xp = be.xp
-        data = xp.ascontiguousarray(be.asarray(data), dtype=xp.uint8)
-        starts = xp.ascontiguousarray(be.asarray(starts), dtype=xp.int64)
-        ends = xp.ascontiguousarray(be.asarray(ends), dtype=xp.int64)
+        data, starts, ends = lattice_spans(data, starts, ends, be)
         tok_starts, tok_ends, values, token_offsets = be.op("lattice", "lattice_viterbi")(
-            data, starts, ends, *self._edges(data, starts, ends, be), be.asarray(self.weights), self.unk_score, 0,
-            LATTICE_MODE)
+            data, starts, ends, *lattice_edges(self.trie, data, starts, ends, be), be.asarray(self.weights),
+            self.unk_score, 0, LATTICE_MODE)
         return self.finish_paths(data, tok_starts, tok_ends, values, token_offsets, be)
 
     def finish_paths(self, data: Any, starts: Any, ends: Any, values: Any, offsets: Any, backend: Backend
@@ -188,7 +178,7 @@ class UnigramModel:
         the span), from one prefix search over them all."""
         data = np.ascontiguousarray(data, np.uint8)
         starts, ends = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
-        es, ee, ev, eo = (to_host(a) for a in self._edges(data, starts, ends, get_backend("cpu")))
+        es, ee, ev, eo = (to_host(a) for a in lattice_edges(self.trie, data, starts, ends, get_backend("cpu")))
         user = self.types == PieceType.USER_DEFINED
         out = []
         for k, (begin, end) in enumerate(zip(starts.tolist(), ends.tolist())):
