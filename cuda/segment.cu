@@ -357,28 +357,106 @@ segment_pieces(const int* __restrict__ state, const int* __restrict__ check, con
     }
 }
 
-// Per thread: one pending piece of a long run. Its tail T (the route value at its end) is known to
-// within `error` by adding up the later pieces' values. When every value the piece computes, from
-// T or from that estimate, lies in one binade [2^(e-1), 2^e) of spacing u, each addition x + w
-// rounds to x + u * round(w / u) -- unless w / u is half an odd integer (then the parity of x
-// decides) -- so both solves make the same comparisons of the same integers: solved from the
-// estimate, the piece's choices are the whole run's, and its value minus the estimate (`delta`,
-// exact) is what the piece adds to the true route. Otherwise the piece is listed as uncertain.
-// Work: the later pieces of the run (one step each) and one solve of the piece.
+// ---- exact tails by residue classes (segment_settle, segment_resolve, segment_finish)
+// A pending piece's exact tail x (the route value at its end) is only known once the later pieces
+// are, but what the piece does with it is known before. Let every value the piece computes from x
+// keep more than a margin from the edges of its binade [2^(e-1), 2^e), all of spacing at most u_top,
+// and let x' = x + s with s a multiple of 2 u_top and |s| under the margin: then x' + w rounds to
+// (x + w rounded) + s, ties included (s / u is even), so the solve from x' makes the same
+// comparisons and ends s higher. The piece is thus a table: its value minus its tail for each
+// class of tails modulo 2 u_top, i.e. for C = 2 u_top / u_t tails of the tail's binade (spacing u_t)
+// next to the estimate (the later pieces' tail-0 values added up, within `error` of x). C = 2 inside
+// one binade (the parity of the last bit decides halfway roundings), 4 across one edge, and so on.
+// segment_settle solves each class on its own thread, segment_resolve walks each long run from its
+// end adding table entries (one step per piece; exact: each sum is a route value) and solves exactly
+// only the pieces without a valid entry (the few next to the run's end, whose small values span
+// many binades), and segment_finish solves every other piece again from its exact tail.
+#define GT_CLASSES_MAX 8
+#define GT_RING 64  // a class solve keeps the last GT_RING values: needs max_word_bytes < GT_RING
+#define GT_CLASS_FLOATS (3 + GT_CLASSES_MAX)  // estimate, error, exact tail, value - tail per class
+#define GT_CLASS_INTS 2                       // the tail's binade exponent, C (0: no table)
+
+__device__ __forceinline__ int binade_of(double x) {
+    int e;
+    frexp(x, &e);
+    return e;
+}
+
+// Is a + b exact in doubles (Knuth's two-sum: the rounding error of a + b is zero)?
+__device__ __forceinline__ bool exact_sum(double a, double b, double sum) {
+    const double bb = sum - a;
+    return (a - (sum - bb)) + (b - bb) == 0.0;
+}
+
+// Residue class of x (a multiple of 2^(e - 53), of binade e) modulo `classes` such multiples.
+__device__ __forceinline__ int class_of(double x, int e, int classes) {
+    return (int)((long long)ldexp(x, 53 - e) & (long long)(classes - 1));
+}
+
+// The route value at a of piece [a, b) from tail `tail` (solve_piece's arithmetic and order;
+// `length` is read to skip bytes inside characters, nothing is written but a ring of the last
+// GT_RING values), or NaN when a value comes within `margin` of its binade's edges or lies above
+// binade e_top. Per thread: the piece's bytes and their trie walks.
+__device__ double class_solve(const Model& m, const u8* data, i64 a, i64 b, double tail, const int* length,
+                              double margin, int e_top) {
+    double ring[GT_RING];
+    ring[b & (GT_RING - 1)] = tail;
+    auto valid = [&](double v) {
+        const double size = fabs(v);
+        const int e = binade_of(v);
+        return size > 0.0 && e <= e_top && size - ldexp(1.0, e - 1) > margin && ldexp(1.0, e) - size > margin;
+    };
+    for (i64 p = b - 1; p >= a; --p) {
+        GT_STEP();
+        if (length[p] == GT_LENGTH_INSIDE) continue;
+        const i64 char_end = p + char_at(data, p, b).len;
+        double best = GT_NEG_INF;
+        i64 best_end = -1;
+        bool covered = false;
+        int slot = 0;
+        for (i64 q = p; q < b; ++q) {
+            GT_STEP();
+            slot = trie_step(m.state, m.check, m.label, m.trie_size, slot, data[q]);
+            if (slot < 0) break;
+            const int v = trie_value(m.state, m.check, m.label, m.eow, m.trie_size, slot);
+            if (v < 0 || m.weights[v] == GT_NEG_INF) continue;
+            if (q + 1 == char_end) covered = true;
+            const double s = m.weights[v] + ring[(q + 1) & (GT_RING - 1)];
+            if (!valid(s)) return nan("");
+            if (best_end < 0 || better(s, best, m.jieba_mode)) {
+                best = s;
+                best_end = q + 1;
+            }
+        }
+        if (m.jieba_mode ? best_end < 0 : !covered) {
+            const double fallback = m.unknown_weight + ring[char_end & (GT_RING - 1)];
+            if (!valid(fallback)) return nan("");
+            if (best_end < 0 || !(best > fallback)) best = fallback;
+        }
+        ring[p & (GT_RING - 1)] = best;
+    }
+    return ring[a & (GT_RING - 1)];
+}
+
+// Per thread: one class of one pending piece (thread k * GT_CLASSES_MAX + c): the later pieces of
+// its run (one step each, for the estimate) and at most one class solve of the piece.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_settle(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
-               double tail_score, double weight_bound, int jieba_mode, const u8* __restrict__ data,
-               const i64* __restrict__ offsets, i64 n_rows, i64 n_slots, u64* __restrict__ counters,
-               i64* __restrict__ uncertain, double* __restrict__ slot_f, i64* __restrict__ slot_i,
-               double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
-    const i64 k = global_thread_index();
+               double tail_score, double weight_bound, int jieba_mode, i64 max_word_bytes,
+               const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_rows, i64 n_slots,
+               const double* __restrict__ slot_f, const i64* __restrict__ slot_i, const int* __restrict__ length,
+               double* __restrict__ class_f, int* __restrict__ class_i) {
+    const i64 thread = global_thread_index();
+    const i64 k = thread / GT_CLASSES_MAX;
+    const int c = (int)(thread % GT_CLASSES_MAX);
     if (k >= n_slots || slot_i[GT_SLOT_FIELDS * k + 4] != GT_SLOT_PENDING) return;
     const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
-    i64* fields = slot_i + GT_SLOT_FIELDS * k;
-    double* floats = slot_f + GT_SLOT_FLOATS * k;
+    const i64* fields = slot_i + GT_SLOT_FIELDS * k;
+    const double* floats = slot_f + GT_SLOT_FLOATS * k;
+    double* table = class_f + GT_CLASS_FLOATS * k;
     const i64 a = fields[0], b = fields[1];
-    double estimate = 0.0, later_bytes = 0.0, later_pieces = 0.0;
+    double estimate = 0.0, later_bytes = 0.0, later_pieces = 0.0;  // the last piece's value has the tail
     for (i64 t = fields[2]; t >= 0; t = slot_i[GT_SLOT_FIELDS * t + 2]) {
         GT_STEP();
         estimate += slot_f[GT_SLOT_FLOATS * t];
@@ -391,67 +469,89 @@ segment_settle(const int* __restrict__ state, const int* __restrict__ check, con
     const double most = fabs(tail_score) + ((double)(row.end - row.begin) + 2.0) * weight_bound;
     const double error = (later_bytes + 3.0 * later_pieces + 2.0) * most * GT_TWO_TO_MINUS_51;
     const double own = ((double)(b - a) + 2.0) * most * GT_TWO_TO_MINUS_51;
-    const double lowest = estimate + floats[1] - error - own, highest = estimate + floats[2] + error + own;
-    int e_low, e_high;
-    frexp(lowest, &e_low);
-    frexp(highest, &e_high);
-    bool settled = (lowest > 0.0 || highest < 0.0) && e_low == e_high;
-    if (settled) {
-        Checks checks = {nullptr, ldexp(1.0, e_low - 53), false};
-        solve_piece(m, data, a, b, estimate, &checks, score, length, ids);
-        settled = !checks.halfway_seen;
+    // the binades of the tail and of the piece's values (from its tail-0 range), as far as known
+    const int e_tail = binade_of(estimate);
+    const double low = estimate + floats[1] - error - own, high = estimate + floats[2] + error + own;
+    const int e_low = binade_of(low), e_high = binade_of(high);
+    const int e_top = e_low > e_high ? e_low : e_high;
+    int classes = 0;
+    if (estimate != 0.0 && binade_of(estimate - error) == e_tail && binade_of(estimate + error) == e_tail &&
+        e_top >= e_tail && e_top - e_tail + 1 <= 3 && max_word_bytes < GT_RING) {
+        classes = 1 << (e_top - e_tail + 1);
     }
-    if (settled) {
-        floats[3] = score[a] - estimate;
-        mark_path(a, b, length, path, 1);
-        fields[4] = GT_SLOT_CERTAIN;
-    } else {
-        fields[4] = GT_SLOT_UNCERTAIN;
-        uncertain[atomicAdd(&counters[1], 1ull)] = k;
+    const double unit = ldexp(1.0, e_tail - 53);
+    const double base = classes ? floor(estimate / (classes * unit)) * (classes * unit) : 0.0;  // class 0
+    if (classes && (binade_of(base) != e_tail || binade_of(base + (classes - 1) * unit) != e_tail)) classes = 0;
+    if (c == 0) {
+        table[0] = estimate;
+        table[1] = error;
+        class_i[GT_CLASS_INTS * k] = e_tail;
+        class_i[GT_CLASS_INTS * k + 1] = classes;
     }
+    if (c >= classes) return;
+    const double tail = base + c * unit;  // of class c
+    const double margin = error + classes * unit + 2.0 * ldexp(1.0, e_top - 53);
+    const double value = class_solve(m, data, a, b, tail, length, margin, e_top);
+    const double delta = value - tail;
+    table[3 + c] = !isnan(value) && exact_sum(value, -tail, delta) ? delta : nan("");
 }
 
-// Per thread: one uncertain piece. All but the last uncertain piece of a run stop after walking
-// the later pieces; that one adds the later pieces' deltas to the route value of the run's last
-// piece (exact: each sum is a route value), solves its piece with that exact tail, and goes on
-// towards the run's start the same way (solving the uncertain pieces, adding the certain ones').
-// Work: the run's pieces plus a chunk per uncertain piece (near ties at binade edges: few).
+// Per thread: one long run: its pieces twice (one step each) and an exact solve of each piece
+// without a valid table entry. Each other piece's exact tail goes to class_f for segment_finish.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_resolve(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                 const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
-                int jieba_mode, const u8* __restrict__ data, const u64* __restrict__ counters,
-                const i64* __restrict__ uncertain, const double* __restrict__ slot_f, const i64* __restrict__ slot_i,
+                int jieba_mode, const u8* __restrict__ data, i64 n_anchors, const u64* __restrict__ counters,
+                i64* __restrict__ slot_i, double* __restrict__ class_f, const int* __restrict__ class_i,
                 double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
-    const i64 n_uncertain = (i64)counters[1];
+    const i64 n_long = (i64)counters[2];
     const i64 stride = (i64)gridDim.x * blockDim.x;
     const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
-    for (i64 u = global_thread_index(); u < n_uncertain; u += stride) {
-        const i64 k = uncertain[u];
-        i64 last = k;
-        bool later_uncertain = false;
-        for (i64 t = slot_i[GT_SLOT_FIELDS * k + 2]; t >= 0; t = slot_i[GT_SLOT_FIELDS * t + 2]) {
+    for (i64 r = global_thread_index(); r < n_long; r += stride) {
+        i64 last = n_anchors + r;  // the run's first piece
+        while (slot_i[GT_SLOT_FIELDS * last + 2] >= 0) {
             GT_STEP();
-            if (slot_i[GT_SLOT_FIELDS * t + 4] == GT_SLOT_UNCERTAIN) later_uncertain = true;
-            last = t;
+            last = slot_i[GT_SLOT_FIELDS * last + 2];
         }
-        if (later_uncertain) continue;  // that piece's thread solves this one too
-        double x = slot_f[GT_SLOT_FLOATS * last];
-        for (i64 t = slot_i[GT_SLOT_FIELDS * last + 3]; t != k; t = slot_i[GT_SLOT_FIELDS * t + 3]) {
+        double x = score[slot_i[GT_SLOT_FIELDS * last]];  // exact: the last piece had the tail score
+        for (i64 t = slot_i[GT_SLOT_FIELDS * last + 3]; t >= 0; t = slot_i[GT_SLOT_FIELDS * t + 3]) {
             GT_STEP();
-            x = x + slot_f[GT_SLOT_FLOATS * t + 3];
-        }
-        for (i64 t = k; t >= 0; t = slot_i[GT_SLOT_FIELDS * t + 3]) {
-            GT_STEP();
-            const i64* fields = slot_i + GT_SLOT_FIELDS * t;
-            if (fields[4] == GT_SLOT_UNCERTAIN) {
+            i64* fields = slot_i + GT_SLOT_FIELDS * t;
+            double* table = class_f + GT_CLASS_FLOATS * t;
+            const int e = class_i[GT_CLASS_INTS * t], classes = class_i[GT_CLASS_INTS * t + 1];
+            table[2] = x;
+            double next = nan("");
+            if (classes > 0 && binade_of(x) == e && fabs(x - table[0]) <= table[1]) {
+                const double delta = table[3 + class_of(x, e, classes)];
+                const double sum = x + delta;
+                if (!isnan(delta) && exact_sum(x, delta, sum)) next = sum;
+            }
+            if (!isnan(next)) {
+                fields[4] = GT_SLOT_CERTAIN;
+                x = next;
+            } else {
                 solve_piece(m, data, fields[0], fields[1], x, nullptr, score, length, ids);
                 mark_path(fields[0], fields[1], length, path, 1);
+                fields[4] = GT_SLOT_EXACT;
                 x = score[fields[0]];
-            } else {
-                x = x + slot_f[GT_SLOT_FLOATS * t + 3];
             }
         }
     }
+}
+
+// Per thread: one piece whose exact tail segment_resolve found: one solve and its path.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+segment_finish(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
+               const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
+               int jieba_mode, const u8* __restrict__ data, i64 n_slots, const i64* __restrict__ slot_i,
+               const double* __restrict__ class_f, double* __restrict__ score, int* __restrict__ length,
+               int* __restrict__ ids, u8* __restrict__ path) {
+    const i64 k = global_thread_index();
+    if (k >= n_slots || slot_i[GT_SLOT_FIELDS * k + 4] != GT_SLOT_CERTAIN) return;
+    const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
+    const i64 a = slot_i[GT_SLOT_FIELDS * k], b = slot_i[GT_SLOT_FIELDS * k + 1];
+    solve_piece(m, data, a, b, class_f[GT_CLASS_FLOATS * k + 2], nullptr, score, length, ids);
+    mark_path(a, b, length, path, 1);
 }
 
 // Per thread: one byte (and one binary search when it starts a path word).

@@ -107,6 +107,9 @@ LIST_BLOCKS = 1024
 # Bytes between two anchors (the longest runs are cut near each one): a thread's work is about a
 # chunk. Tests lower it to cut small inputs into many pieces.
 CHUNK_BYTES = 2048
+# segment_settle's classes per piece (GT_CLASSES_MAX) and floats per piece (GT_CLASS_FLOATS).
+CLASSES_MAX = 8
+CLASS_FLOATS = 3 + CLASSES_MAX
 
 
 def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any, data: Any, offsets: Any,
@@ -115,7 +118,7 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
     """The whole segmentation of every row (the Numba twin's one pass per row): word starts and
     ends (int64, relative to the row), word ids (int32, -1 off the dictionary) and row offsets.
 
-    Seven kernels and one prefix sum (see the end of ``cuda/segment.cu``); the one
+    Eight kernels and one prefix sum (see the end of ``cuda/segment.cu``); the one
     host read is the word count, which sizes the outputs. Scratch is per byte of ``data``.
     ``max_word_bytes`` (the trie's longest word) and ``weight_bound`` (at least every finite
     ``|weight|``, ``|unknown_weight|`` and ``|tail_score|``) let long runs be cut into pieces of about
@@ -128,9 +131,12 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
     chunk = max(int(CHUNK_BYTES), 16)
     n_anchors = blocks_for(n, chunk) if max_word_bytes is not None else 0
     n_anchors = n_anchors if n_anchors > 1 else 0  # anchor 0 cuts nothing: a batch within a chunk is whole runs
-    marks = xp.zeros(3 * (n + 1), xp.uint8)  # flags (2 n + 2), path
+    # one zeroed buffer (one launch): the counters (runs, unused, long runs), then the flags
+    # (2 n + 2 bytes) and the path (n + 1 bytes)
+    zeroed = xp.zeros(3 + (3 * (n + 1) + 7) // 8, xp.uint64)
+    counters = zeroed[:3]
+    marks = zeroed[3:].view(xp.uint8)[:3 * (n + 1)]
     flags, path = marks[:2 * (n + 1)], marks[2 * (n + 1):]
-    counters = xp.zeros(3, xp.uint64)  # runs, uncertain pieces, long runs
     ids = xp.empty(n, xp.int32)
     runs = xp.empty(max(n, 1), xp.int64)
     launch(rt.function("segment", "segment_marks"), blocks_for(n, BLOCK),
@@ -144,18 +150,21 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
             cuts, slot_i))
     score = xp.empty(n, xp.float64)
     length = xp.empty(n, xp.int32)
-    uncertain = xp.empty(max(n_slots, 1), xp.int64)
     model = (*trie, weights, np.float64(unknown_weight))
     scratch = (score, length, ids, path)
     launch(rt.function("segment", "segment_pieces"), min(blocks_for(n, BLOCK), LIST_BLOCKS),
            (*model, np.float64(tail_score), jieba, data, offsets, i64(n_rows), i64(chunk), i64(n_anchors), runs, cuts,
             counters, slot_f, slot_i, *scratch))
     if n_anchors:
-        launch(rt.function("segment", "segment_settle"), blocks_for(n_slots, BLOCK),
-               (*model, np.float64(tail_score), np.float64(weight_bound), jieba, data, offsets, i64(n_rows),
-                i64(n_slots), counters, uncertain, slot_f, slot_i, *scratch))
-        launch(rt.function("segment", "segment_resolve"), min(blocks_for(n_slots, BLOCK), LIST_BLOCKS),
-               (*model, jieba, data, counters, uncertain, slot_f, slot_i, *scratch))
+        class_f = xp.empty(CLASS_FLOATS * n_slots, xp.float64)
+        class_i = xp.empty(2 * n_slots, xp.int32)
+        launch(rt.function("segment", "segment_settle"), blocks_for(n_slots * CLASSES_MAX, BLOCK),
+               (*model, np.float64(tail_score), np.float64(weight_bound), jieba, i64(max_word_bytes), data, offsets,
+                i64(n_rows), i64(n_slots), slot_f, slot_i, length, class_f, class_i))
+        launch(rt.function("segment", "segment_resolve"), min(blocks_for(n_anchors, BLOCK), LIST_BLOCKS),
+               (*model, jieba, data, i64(n_anchors), counters, slot_i, class_f, class_i, *scratch))
+        launch(rt.function("segment", "segment_finish"), blocks_for(n_slots, BLOCK),
+               (*model, jieba, data, i64(n_slots), slot_i, class_f, *scratch))
     launch(rt.function("segment", "segment_words"), blocks_for(n, BLOCK),
            (data, i64(n), offsets, i64(n_rows), jieba, path, length, flags, ids))
     counts = xp.cumsum(flags, dtype=xp.int64)
