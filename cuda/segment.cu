@@ -269,16 +269,46 @@ segment_marks(const u8* __restrict__ data, i64 n, const i64* __restrict__ offset
     if (token_ends) flags[n + 1 + next] = 1;
 }
 
+// ---- cut points, forced cuts and frontiers
+// A piece ends at a cut point (no word crosses it: every path passes there, so the route value at
+// the cut is all the piece needs of its future) or, where an anchor's window [anchor, anchor + chunk)
+// holds no cut point (a run like 一一一... under the word 一一), at a forced cut b: the first character
+// start from the window's middle. Words cross b, so the piece needs the route values at its
+// frontier: b and the ends of the words that cross b (at most GT_FRONT_MAX, offsets from b kept per
+// anchor). Pieces stay at least half a chunk long, so a piece's frontier lies inside the next piece.
+#define GT_FRONT_MAX 4
+#define GT_CLASSES_MAX 8
+#define GT_RING 64  // a values-only solve keeps the last GT_RING values: needs max_word_bytes < GT_RING
+
+struct Front {
+    int n;
+    int off[GT_FRONT_MAX];
+};
+
+// The frontier of anchor j's cut (anchor < 0, or a cut point: {0}).
+__device__ __forceinline__ Front front_of(const int* front_n, const int* front_off, i64 anchor) {
+    Front f;
+    f.n = 1;
+    for (int i = 0; i < GT_FRONT_MAX; ++i) f.off[i] = 0;
+    if (anchor >= 0 && front_n[anchor] > 1) {
+        f.n = front_n[anchor];
+        for (int i = 0; i < f.n; ++i) f.off[i] = front_off[GT_FRONT_MAX * anchor + i];
+    }
+    return f;
+}
+
 // Per thread: one anchor; at most one chunk of character starts past it (plus the longest word's
-// bytes before it), each with one trie walk.
+// bytes before it), each with one trie walk; where no cut point is found, the longest word's bytes
+// before the forced cut with one trie walk each.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_cuts(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
              const u8* __restrict__ eow, int trie_size, int jieba_mode, const u8* __restrict__ data, i64 n,
              const i64* __restrict__ offsets, i64 n_rows, i64 chunk_bytes, i64 max_word_bytes, i64 n_anchors,
-             i64* __restrict__ cuts, i64* __restrict__ slot_i) {
+             i64* __restrict__ cuts, i64* __restrict__ slot_i, int* __restrict__ front_n, int* __restrict__ front_off) {
     const i64 j = global_thread_index();
     if (j >= n_anchors) return;
     cuts[j] = -1;
+    front_n[j] = 1;
     slot_i[GT_SLOT_FIELDS * j + 4] = GT_SLOT_NONE;  // anchor j's slot, and a long run's
     slot_i[GT_SLOT_FIELDS * (n_anchors + j) + 4] = GT_SLOT_NONE;
     const i64 anchor = j * chunk_bytes;
@@ -312,16 +342,220 @@ segment_cuts(const int* __restrict__ state, const int* __restrict__ check, const
         previous_in_run = in_run;
         p += c.len;
     }
+    // The whole window is in the run: a forced cut b from its middle (b + max_word_bytes stays inside
+    // the window, and so does b - max_word_bytes).
+    if (stop != anchor + chunk_bytes || max_word_bytes <= 0 || max_word_bytes >= GT_RING ||
+        chunk_bytes < 2 * max_word_bytes + 8) return;
+    i64 b = anchor + chunk_bytes / 2;
+    while (!utf8_starts_char(data, b, row.begin, row.end)) ++b;
+    int offs[GT_FRONT_MAX];
+    int count = 1;
+    offs[0] = 0;
+    i64 s = b - max_word_bytes;
+    while (!utf8_starts_char(data, s, row.begin, row.end)) ++s;
+    for (; s < b; s += char_at(data, s, row.end).len) {
+        int slot = 0;
+        for (i64 q = s; q < b + max_word_bytes; ++q) {
+            GT_STEP();
+            slot = trie_step(state, check, label, trie_size, slot, data[q]);
+            if (slot < 0) break;
+            if (q + 1 <= b || trie_value(state, check, label, eow, trie_size, slot) < 0) continue;
+            const int off = (int)(q + 1 - b);
+            int at = 0;
+            while (at < count && offs[at] < off) ++at;
+            if (at < count && offs[at] == off) continue;
+            if (count == GT_FRONT_MAX) return;  // too wide a frontier: no cut, the piece goes on
+            for (int k = count; k > at; --k) offs[k] = offs[k - 1];
+            offs[at] = off;
+            ++count;
+        }
+    }
+    for (int k = 0; k < count; ++k) front_off[GT_FRONT_MAX * j + k] = offs[k];
+    front_n[j] = count;
+    cuts[j] = b;
+}
+
+// ---- exact values by residue classes
+// A pending piece's exact frontier values x_f are only known once the later pieces are, but what the
+// piece does with them is known before. Solve the piece with one frontier position f live (the others
+// -inf): let every value it computes keep more than a margin from the edges of its binade
+// [2^(e-1), 2^e), all of spacing at most u_top, and let x' = x + s with s a multiple of 2 u_top and
+// |s| under the margin: then x' + w rounds to (x + w rounded) + s, ties included (s / u is even), so
+// the solve from x' makes the same comparisons and ends s higher. The value at each position p of the
+// piece's own frontier is the max over f of these one-live solves (rounding is monotone), so the piece
+// is a table: D[p][f][c], the value at p minus x_f, for each class c of x_f modulo 2 u_top, i.e. for
+// C = 2 u_top / u_t values of the tail's binade (spacing u_t) next to the estimate of x_f. C = 2 inside
+// one binade (the parity of the last bit decides halfway roundings), 4 across one edge, and so on.
+//   segment_pieces   one-live solves of each pending piece from 0: the estimates' tables;
+//   segment_settle   a thread per (piece, f, class): the estimate of x (the later pieces' estimate
+//                    tables composed from the run's end, one step per piece and pair), one class solve;
+//   segment_resolve  a thread per long run: from the run's end, each piece's exact values from its
+//                    table (exact: each sum is a route value; where best paths of the frontier end at
+//                    distinct values the table also tells which frontier position the path leaves by),
+//                    an exact solve where no valid entry exists (the few pieces next to the run's end,
+//                    whose small values span many binades); then forward, each piece's entry;
+//   segment_finish   a thread per other piece: one exact solve from its exact frontier, its path.
+#define GT_CLASS_FLOATS (2 * GT_FRONT_MAX + 1 + GT_FRONT_MAX * GT_FRONT_MAX * (GT_CLASSES_MAX + 1))
+#define GT_CF_ESTIMATE 0                                   // estimates of x, per f
+#define GT_CF_ERROR GT_FRONT_MAX                           // |x_f - estimate| bound
+#define GT_CF_EXACT (GT_FRONT_MAX + 1)                     // exact x, per f
+#define GT_CF_APPROX (2 * GT_FRONT_MAX + 1)                // A[p][f]: one-live solves from 0
+#define GT_CF_TABLE (GT_CF_APPROX + GT_FRONT_MAX * GT_FRONT_MAX)  // D[p][f][c]
+#define GT_CLASS_INTS (2 + GT_FRONT_MAX)  // binade of x, C (0: no table), exit per entry
+
+__device__ __forceinline__ int binade_of(double x) {
+    int e;
+    frexp(x, &e);
+    return e;
+}
+
+// Is a + b exact in doubles (Knuth's two-sum: the rounding error of a + b is zero)?
+__device__ __forceinline__ bool exact_sum(double a, double b, double sum) {
+    const double bb = sum - a;
+    return (a - (sum - bb)) + (b - bb) == 0.0;
+}
+
+// Residue class of x (a multiple of 2^(e - 53), of binade e) modulo `classes` such multiples.
+__device__ __forceinline__ int class_of(double x, int e, int classes) {
+    return (int)((long long)ldexp(x, 53 - e) & (long long)(classes - 1));
+}
+
+__device__ __forceinline__ int front_index(const Front& f, i64 off) {
+    for (int i = 0; i < f.n; ++i) {
+        if (f.off[i] == off) return i;
+    }
+    return -1;
+}
+
+// The values of piece [a, b) at the positions of `out` (offsets from a) with frontier `in` (offsets
+// from b) holding `live_value` at index `live` and -inf elsewhere: solve_piece's arithmetic (words
+// walked up to b + the frontier's last offset), nothing written but a ring of the last GT_RING
+// values. With margin >= 0, false when a value comes within `margin` of its binade's edges or lies
+// above binade e_top; `range` (or null) gets the lowest and highest finite value.
+__device__ bool front_values(const Model& m, const u8* data, i64 a, i64 b, const Front& in, int live,
+                             double live_value, const Front& out, double* out_values, const int* length,
+                             double margin, int e_top, double* range) {
+    double ring[GT_RING];
+    for (int i = 0; i < in.n; ++i) ring[(b + in.off[i]) & (GT_RING - 1)] = i == live ? live_value : GT_NEG_INF;
+    const i64 limit = b + in.off[in.n - 1];
+    auto valid = [&](double v) {
+        if (v == GT_NEG_INF) return true;
+        if (range) {
+            range[0] = v < range[0] ? v : range[0];
+            range[1] = v > range[1] ? v : range[1];
+        }
+        if (margin < 0.0) return true;
+        const double size = fabs(v);
+        const int e = binade_of(v);
+        return size > 0.0 && e <= e_top && size - ldexp(1.0, e - 1) > margin && ldexp(1.0, e) - size > margin;
+    };
+    for (i64 p = b - 1; p >= a; --p) {
+        GT_STEP();
+        if (length[p] == GT_LENGTH_INSIDE) continue;
+        const i64 char_end = p + char_at(data, p, b).len;
+        double best = GT_NEG_INF;
+        bool found = false, covered = false;
+        int slot = 0;
+        for (i64 q = p; q < limit; ++q) {
+            GT_STEP();
+            slot = trie_step(m.state, m.check, m.label, m.trie_size, slot, data[q]);
+            if (slot < 0) break;
+            const int v = trie_value(m.state, m.check, m.label, m.eow, m.trie_size, slot);
+            if (v < 0 || m.weights[v] == GT_NEG_INF) continue;
+            if (q + 1 == char_end) covered = true;
+            const double s = m.weights[v] + ring[(q + 1) & (GT_RING - 1)];
+            if (!valid(s)) return false;
+            best = !found || s > best ? s : best;
+            found = true;
+        }
+        if (m.jieba_mode ? !found : !covered) {
+            const double fallback = m.unknown_weight + ring[char_end & (GT_RING - 1)];
+            if (!valid(fallback)) return false;
+            best = !found || fallback > best ? fallback : best;
+        }
+        ring[p & (GT_RING - 1)] = best;
+        const int at = front_index(out, p - a);
+        if (at >= 0) out_values[at] = best;
+    }
+    return true;
+}
+
+// solve_piece with a frontier: the exact values `x` at `in` (offsets from b); scratch as solve_piece.
+__device__ void solve_front(const Model& m, const u8* data, i64 a, i64 b, const Front& in, const double* x,
+                            double* score, int* length, int* ids) {
+    const i64 limit = b + in.off[in.n - 1];
+    auto value_at = [&](i64 e) {
+        if (e < b) return score[e];
+        const int at = front_index(in, e - b);
+        return at >= 0 ? x[at] : GT_NEG_INF;
+    };
+    for (i64 p = b - 1; p >= a; --p) {
+        GT_STEP();
+        if (length[p] == GT_LENGTH_INSIDE) continue;
+        const i64 char_end = p + char_at(data, p, b).len;
+        double best = GT_NEG_INF;
+        i64 best_end = -1;
+        int best_value = -1;
+        bool covered = false;
+        int slot = 0;
+        for (i64 q = p; q < limit; ++q) {
+            GT_STEP();
+            slot = trie_step(m.state, m.check, m.label, m.trie_size, slot, data[q]);
+            if (slot < 0) break;
+            const int v = trie_value(m.state, m.check, m.label, m.eow, m.trie_size, slot);
+            if (v < 0 || m.weights[v] == GT_NEG_INF) continue;
+            if (q + 1 == char_end) covered = true;
+            const double s = m.weights[v] + value_at(q + 1);
+            if (best_end < 0 || better(s, best, m.jieba_mode)) {
+                best = s;
+                best_end = q + 1;
+                best_value = v;
+            }
+        }
+        if (m.jieba_mode ? best_end < 0 : !covered) {
+            const double fallback = m.unknown_weight + value_at(char_end);
+            if (best_end < 0 || !(best > fallback)) {  // the fallback comes first: it stays unless beaten
+                best = fallback;
+                best_end = char_end;
+                best_value = -1;
+            }
+        }
+        score[p] = best;
+        length[p] = (int)(best_end - p);
+        ids[p] = best_value;
+    }
+}
+
+// Where the path from each entry of `out` (offsets from a) leaves the piece (offset from b).
+__device__ void trace_exits(i64 a, i64 b, const Front& out, const int* length, int* exits) {
+    for (int i = 0; i < out.n; ++i) {
+        i64 p = a + out.off[i];
+        while (p < b) {
+            GT_STEP();
+            p += length[p];
+        }
+        exits[i] = (int)(p - b);
+    }
+}
+
+// The frontiers of slot k: `out` at its start (anchor k's cut, or {0} for a run's first piece),
+// `in` at its end (the next piece's anchor's, or {0} for a run's last piece).
+__device__ __forceinline__ void slot_fronts(const int* front_n, const int* front_off, i64 n_anchors, i64 k,
+                                            i64 next, Front* out, Front* in) {
+    *out = front_of(front_n, front_off, k < n_anchors ? k : -1);
+    *in = front_of(front_n, front_off, next);
 }
 
 // Per thread: one piece (about a chunk, longer only where an anchor finds no cut point). A run
-// without an anchor is one piece: the whole run on one thread, under a chunk of bytes.
+// without an anchor is one piece: the whole run on one thread, under a chunk of bytes. A pending
+// piece: one solve per frontier position.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_pieces(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
                double tail_score, int jieba_mode, const u8* __restrict__ data, const i64* __restrict__ offsets,
                i64 n_rows, i64 chunk_bytes, i64 n_anchors, const i64* __restrict__ runs, const i64* __restrict__ cuts,
-               u64* __restrict__ counters, double* __restrict__ slot_f, i64* __restrict__ slot_i,
+               const int* __restrict__ front_n, const int* __restrict__ front_off, u64* __restrict__ counters,
+               double* __restrict__ slot_f, i64* __restrict__ slot_i, double* __restrict__ class_f,
                double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
     const i64 n_runs = (i64)counters[0];
     const i64 stride = (i64)gridDim.x * blockDim.x;
@@ -348,120 +582,74 @@ segment_pieces(const int* __restrict__ state, const int* __restrict__ check, con
         fields[2] = next;
         if (run_start) fields[3] = -1;
         if (next >= 0) slot_i[GT_SLOT_FIELDS * next + 3] = slot;
+        Front out, in;
+        slot_fronts(front_n, front_off, n_anchors, slot, next, &out, &in);
+        if (next < 0) {  // the run's last piece: exact; its path once its entry is known
+            solve_piece(m, data, s, b, tail_score, nullptr, score, length, ids);
+            if (out.n == 1) mark_path(s, b, length, path, 1);
+            fields[4] = GT_SLOT_EXACT;
+            continue;
+        }
+        double* approx = class_f + GT_CLASS_FLOATS * slot + GT_CF_APPROX;
         floats[1] = floats[2] = 0.0;
-        Checks checks = {floats + 1, 0.0, false};
-        solve_piece(m, data, s, b, next < 0 ? tail_score : 0.0, next < 0 ? nullptr : &checks, score, length, ids);
-        floats[0] = score[s];
-        if (next < 0) mark_path(s, b, length, path, 1);
-        fields[4] = next < 0 ? GT_SLOT_EXACT : GT_SLOT_PENDING;
+        for (int f = 0; f < in.n; ++f) {
+            double values[GT_FRONT_MAX];
+            front_values(m, data, s, b, in, f, 0.0, out, values, length, -1.0, 0, floats + 1);
+            for (int p = 0; p < out.n; ++p) approx[GT_FRONT_MAX * p + f] = values[p];
+        }
+        fields[4] = GT_SLOT_PENDING;
     }
 }
 
-// ---- exact tails by residue classes (segment_settle, segment_resolve, segment_finish)
-// A pending piece's exact tail x (the route value at its end) is only known once the later pieces
-// are, but what the piece does with it is known before. Let every value the piece computes from x
-// keep more than a margin from the edges of its binade [2^(e-1), 2^e), all of spacing at most u_top,
-// and let x' = x + s with s a multiple of 2 u_top and |s| under the margin: then x' + w rounds to
-// (x + w rounded) + s, ties included (s / u is even), so the solve from x' makes the same
-// comparisons and ends s higher. The piece is thus a table: its value minus its tail for each
-// class of tails modulo 2 u_top, i.e. for C = 2 u_top / u_t tails of the tail's binade (spacing u_t)
-// next to the estimate (the later pieces' tail-0 values added up, within `error` of x). C = 2 inside
-// one binade (the parity of the last bit decides halfway roundings), 4 across one edge, and so on.
-// segment_settle solves each class on its own thread, segment_resolve walks each long run from its
-// end adding table entries (one step per piece; exact: each sum is a route value) and solves exactly
-// only the pieces without a valid entry (the few next to the run's end, whose small values span
-// many binades), and segment_finish solves every other piece again from its exact tail.
-#define GT_CLASSES_MAX 8
-#define GT_RING 64  // a class solve keeps the last GT_RING values: needs max_word_bytes < GT_RING
-#define GT_CLASS_FLOATS (3 + GT_CLASSES_MAX)  // estimate, error, exact tail, value - tail per class
-#define GT_CLASS_INTS 2                       // the tail's binade exponent, C (0: no table)
-
-__device__ __forceinline__ int binade_of(double x) {
-    int e;
-    frexp(x, &e);
-    return e;
-}
-
-// Is a + b exact in doubles (Knuth's two-sum: the rounding error of a + b is zero)?
-__device__ __forceinline__ bool exact_sum(double a, double b, double sum) {
-    const double bb = sum - a;
-    return (a - (sum - bb)) + (b - bb) == 0.0;
-}
-
-// Residue class of x (a multiple of 2^(e - 53), of binade e) modulo `classes` such multiples.
-__device__ __forceinline__ int class_of(double x, int e, int classes) {
-    return (int)((long long)ldexp(x, 53 - e) & (long long)(classes - 1));
-}
-
-// The route value at a of piece [a, b) from tail `tail` (solve_piece's arithmetic and order;
-// `length` is read to skip bytes inside characters, nothing is written but a ring of the last
-// GT_RING values), or NaN when a value comes within `margin` of its binade's edges or lies above
-// binade e_top. Per thread: the piece's bytes and their trie walks.
-__device__ double class_solve(const Model& m, const u8* data, i64 a, i64 b, double tail, const int* length,
-                              double margin, int e_top) {
-    double ring[GT_RING];
-    ring[b & (GT_RING - 1)] = tail;
-    auto valid = [&](double v) {
-        const double size = fabs(v);
-        const int e = binade_of(v);
-        return size > 0.0 && e <= e_top && size - ldexp(1.0, e - 1) > margin && ldexp(1.0, e) - size > margin;
-    };
-    for (i64 p = b - 1; p >= a; --p) {
-        GT_STEP();
-        if (length[p] == GT_LENGTH_INSIDE) continue;
-        const i64 char_end = p + char_at(data, p, b).len;
-        double best = GT_NEG_INF;
-        i64 best_end = -1;
-        bool covered = false;
-        int slot = 0;
-        for (i64 q = p; q < b; ++q) {
-            GT_STEP();
-            slot = trie_step(m.state, m.check, m.label, m.trie_size, slot, data[q]);
-            if (slot < 0) break;
-            const int v = trie_value(m.state, m.check, m.label, m.eow, m.trie_size, slot);
-            if (v < 0 || m.weights[v] == GT_NEG_INF) continue;
-            if (q + 1 == char_end) covered = true;
-            const double s = m.weights[v] + ring[(q + 1) & (GT_RING - 1)];
-            if (!valid(s)) return nan("");
-            if (best_end < 0 || better(s, best, m.jieba_mode)) {
-                best = s;
-                best_end = q + 1;
-            }
-        }
-        if (m.jieba_mode ? best_end < 0 : !covered) {
-            const double fallback = m.unknown_weight + ring[char_end & (GT_RING - 1)];
-            if (!valid(fallback)) return nan("");
-            if (best_end < 0 || !(best > fallback)) best = fallback;
-        }
-        ring[p & (GT_RING - 1)] = best;
-    }
-    return ring[a & (GT_RING - 1)];
-}
-
-// Per thread: one class of one pending piece (thread k * GT_CLASSES_MAX + c): the later pieces of
-// its run (one step each, for the estimate) and at most one class solve of the piece.
+// Per thread: one class of one frontier position of one pending piece (thread
+// (k * GT_FRONT_MAX + f) * GT_CLASSES_MAX + c): the later pieces of its run (twice, a step per
+// piece and frontier pair, for the estimate) and at most one values-only solve of the piece.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_settle(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
-               double tail_score, double weight_bound, int jieba_mode, i64 max_word_bytes,
-               const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_rows, i64 n_slots,
-               const double* __restrict__ slot_f, const i64* __restrict__ slot_i, const int* __restrict__ length,
+               double tail_score, double weight_bound, int jieba_mode, const u8* __restrict__ data,
+               const i64* __restrict__ offsets, i64 n_rows, i64 n_anchors, i64 n_slots,
+               const int* __restrict__ front_n, const int* __restrict__ front_off, const double* __restrict__ slot_f,
+               const i64* __restrict__ slot_i, const double* __restrict__ score, const int* __restrict__ length,
                double* __restrict__ class_f, int* __restrict__ class_i) {
     const i64 thread = global_thread_index();
-    const i64 k = thread / GT_CLASSES_MAX;
-    const int c = (int)(thread % GT_CLASSES_MAX);
+    const i64 k = thread / (GT_FRONT_MAX * GT_CLASSES_MAX);
+    const int f = (int)(thread / GT_CLASSES_MAX % GT_FRONT_MAX), c = (int)(thread % GT_CLASSES_MAX);
     if (k >= n_slots || slot_i[GT_SLOT_FIELDS * k + 4] != GT_SLOT_PENDING) return;
     const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
     const i64* fields = slot_i + GT_SLOT_FIELDS * k;
     const double* floats = slot_f + GT_SLOT_FLOATS * k;
-    double* table = class_f + GT_CLASS_FLOATS * k;
+    double* own_f = class_f + GT_CLASS_FLOATS * k;
+    Front out, in;
+    slot_fronts(front_n, front_off, n_anchors, k, fields[2], &out, &in);
+    if (f >= in.n) return;
     const i64 a = fields[0], b = fields[1];
-    double estimate = 0.0, later_bytes = 0.0, later_pieces = 0.0;  // the last piece's value has the tail
+    // the estimate of x: the run's last piece's exact values, then each later piece's table from 0
+    double later_bytes = 0.0, later_pieces = 0.0;
+    i64 last = k;
     for (i64 t = fields[2]; t >= 0; t = slot_i[GT_SLOT_FIELDS * t + 2]) {
         GT_STEP();
-        estimate += slot_f[GT_SLOT_FLOATS * t];
         later_bytes += (double)(slot_i[GT_SLOT_FIELDS * t + 1] - slot_i[GT_SLOT_FIELDS * t]);
         later_pieces += 1.0;
+        last = t;
+    }
+    double x[GT_FRONT_MAX];
+    Front t_out, t_in;
+    slot_fronts(front_n, front_off, n_anchors, last, -1, &t_out, &t_in);
+    for (int p = 0; p < t_out.n; ++p) x[p] = score[slot_i[GT_SLOT_FIELDS * last] + t_out.off[p]];
+    for (i64 t = slot_i[GT_SLOT_FIELDS * last + 3]; t != k; t = slot_i[GT_SLOT_FIELDS * t + 3]) {
+        slot_fronts(front_n, front_off, n_anchors, t, slot_i[GT_SLOT_FIELDS * t + 2], &t_out, &t_in);
+        const double* approx = class_f + GT_CLASS_FLOATS * t + GT_CF_APPROX;
+        double y[GT_FRONT_MAX];
+        for (int p = 0; p < t_out.n; ++p) {
+            y[p] = GT_NEG_INF;
+            for (int g = 0; g < t_in.n; ++g) {
+                GT_STEP();
+                const double v = x[g] + approx[GT_FRONT_MAX * p + g];
+                y[p] = v > y[p] ? v : y[p];
+            }
+        }
+        for (int p = 0; p < t_out.n; ++p) x[p] = y[p];
     }
     // |every value| < most; an addition rounds by at most most * 2^-53; a chain of a piece's
     // additions by (its bytes + 1) of those; the estimate sums the later pieces' chains
@@ -469,89 +657,164 @@ segment_settle(const int* __restrict__ state, const int* __restrict__ check, con
     const double most = fabs(tail_score) + ((double)(row.end - row.begin) + 2.0) * weight_bound;
     const double error = (later_bytes + 3.0 * later_pieces + 2.0) * most * GT_TWO_TO_MINUS_51;
     const double own = ((double)(b - a) + 2.0) * most * GT_TWO_TO_MINUS_51;
-    // the binades of the tail and of the piece's values (from its tail-0 range), as far as known
-    const int e_tail = binade_of(estimate);
-    const double low = estimate + floats[1] - error - own, high = estimate + floats[2] + error + own;
-    const int e_low = binade_of(low), e_high = binade_of(high);
+    // the binades of x and of the piece's values (from its range from 0), as far as known
+    double x_low = x[0], x_high = x[0];
+    for (int g = 1; g < in.n; ++g) {
+        x_low = x[g] < x_low ? x[g] : x_low;
+        x_high = x[g] > x_high ? x[g] : x_high;
+    }
+    const int e_tail = binade_of(x[0]);
+    const int e_low = binade_of(x_low + floats[1] - error - own), e_high = binade_of(x_high + floats[2] + error + own);
     const int e_top = e_low > e_high ? e_low : e_high;
     int classes = 0;
-    if (estimate != 0.0 && binade_of(estimate - error) == e_tail && binade_of(estimate + error) == e_tail &&
-        e_top >= e_tail && e_top - e_tail + 1 <= 3 && max_word_bytes < GT_RING) {
-        classes = 1 << (e_top - e_tail + 1);
+    if (e_top >= e_tail && e_top - e_tail + 1 <= 3) classes = 1 << (e_top - e_tail + 1);
+    for (int g = 0; g < in.n; ++g) {
+        if (x[g] == 0.0 || binade_of(x[g] - error) != e_tail || binade_of(x[g] + error) != e_tail) classes = 0;
     }
     const double unit = ldexp(1.0, e_tail - 53);
-    const double base = classes ? floor(estimate / (classes * unit)) * (classes * unit) : 0.0;  // class 0
+    const double base = classes ? floor(x[f] / (classes * unit)) * (classes * unit) : 0.0;  // class 0
     if (classes && (binade_of(base) != e_tail || binade_of(base + (classes - 1) * unit) != e_tail)) classes = 0;
-    if (c == 0) {
-        table[0] = estimate;
-        table[1] = error;
+    if (f == 0 && c == 0) {
+        own_f[GT_CF_ERROR] = error;
         class_i[GT_CLASS_INTS * k] = e_tail;
         class_i[GT_CLASS_INTS * k + 1] = classes;
     }
+    if (c == 0) own_f[GT_CF_ESTIMATE + f] = x[f];
     if (c >= classes) return;
     const double tail = base + c * unit;  // of class c
     const double margin = error + classes * unit + 2.0 * ldexp(1.0, e_top - 53);
-    const double value = class_solve(m, data, a, b, tail, length, margin, e_top);
-    const double delta = value - tail;
-    table[3 + c] = !isnan(value) && exact_sum(value, -tail, delta) ? delta : nan("");
+    double values[GT_FRONT_MAX];
+    const bool ok = front_values(m, data, a, b, in, f, tail, out, values, length, margin, e_top, nullptr);
+    for (int p = 0; p < out.n; ++p) {
+        const double delta = values[p] == GT_NEG_INF ? GT_NEG_INF : values[p] - tail;
+        const bool exact = values[p] == GT_NEG_INF || exact_sum(values[p], -tail, delta);
+        own_f[GT_CF_TABLE + (GT_FRONT_MAX * p + f) * GT_CLASSES_MAX + c] = ok && exact ? delta : nan("");
+    }
 }
 
-// Per thread: one long run: its pieces twice (one step each) and an exact solve of each piece
-// without a valid table entry. Each other piece's exact tail goes to class_f for segment_finish.
+// The values at `out` from the exact x at `in` by slot k's table; false when x is outside what the
+// table was made for or an entry is missing or inexact.
+__device__ bool by_table(const double* own_f, const int* own_i, const Front& out, const Front& in, const double* x,
+                         double* y) {
+    const int e = own_i[0], classes = own_i[1];
+    if (classes <= 0) return false;
+    int cls[GT_FRONT_MAX];
+    for (int g = 0; g < in.n; ++g) {
+        if (binade_of(x[g]) != e || !(fabs(x[g] - own_f[GT_CF_ESTIMATE + g]) <= own_f[GT_CF_ERROR])) return false;
+        cls[g] = class_of(x[g], e, classes);
+    }
+    for (int p = 0; p < out.n; ++p) {
+        double best = GT_NEG_INF;
+        for (int g = 0; g < in.n; ++g) {
+            GT_STEP();
+            const double delta = own_f[GT_CF_TABLE + (GT_FRONT_MAX * p + g) * GT_CLASSES_MAX + cls[g]];
+            if (isnan(delta)) return false;
+            if (delta == GT_NEG_INF) continue;
+            const double sum = x[g] + delta;
+            if (!exact_sum(x[g], delta, sum)) return false;
+            best = sum > best ? sum : best;
+        }
+        if (best == GT_NEG_INF) return false;
+        y[p] = best;
+    }
+    return true;
+}
+
+// A piece solved exactly: its path when every path enters it at its start, where the path from each
+// entry leaves it when its end is a forced cut (segment_paths follows them).
+__device__ __forceinline__ void after_solve(i64 a, i64 b, const Front& out, const Front& in, const int* length,
+                                            u8* path, int* exits) {
+    if (in.n > 1) trace_exits(a, b, out, length, exits);
+    if (out.n == 1) mark_path(a, b, length, path, 1);
+}
+
+// Per thread: one long run: its pieces twice (a step per piece and frontier pair) and an exact
+// solve of each piece without a valid table entry. Each other piece's exact frontier values go to
+// class_f for segment_finish.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_resolve(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                 const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
                 int jieba_mode, const u8* __restrict__ data, i64 n_anchors, const u64* __restrict__ counters,
-                i64* __restrict__ slot_i, double* __restrict__ class_f, const int* __restrict__ class_i,
-                double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
+                const int* __restrict__ front_n, const int* __restrict__ front_off, i64* __restrict__ slot_i,
+                double* __restrict__ class_f, int* __restrict__ class_i, double* __restrict__ score,
+                int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
     const i64 n_long = (i64)counters[2];
     const i64 stride = (i64)gridDim.x * blockDim.x;
     const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
     for (i64 r = global_thread_index(); r < n_long; r += stride) {
-        i64 last = n_anchors + r;  // the run's first piece
+        const i64 first = n_anchors + r;
+        i64 last = first;
         while (slot_i[GT_SLOT_FIELDS * last + 2] >= 0) {
             GT_STEP();
             last = slot_i[GT_SLOT_FIELDS * last + 2];
         }
-        double x = score[slot_i[GT_SLOT_FIELDS * last]];  // exact: the last piece had the tail score
+        Front out, in;
+        slot_fronts(front_n, front_off, n_anchors, last, -1, &out, &in);
+        double x[GT_FRONT_MAX];  // exact values at the frontier of the piece before
+        for (int p = 0; p < out.n; ++p) x[p] = score[slot_i[GT_SLOT_FIELDS * last] + out.off[p]];
         for (i64 t = slot_i[GT_SLOT_FIELDS * last + 3]; t >= 0; t = slot_i[GT_SLOT_FIELDS * t + 3]) {
             GT_STEP();
             i64* fields = slot_i + GT_SLOT_FIELDS * t;
-            double* table = class_f + GT_CLASS_FLOATS * t;
-            const int e = class_i[GT_CLASS_INTS * t], classes = class_i[GT_CLASS_INTS * t + 1];
-            table[2] = x;
-            double next = nan("");
-            if (classes > 0 && binade_of(x) == e && fabs(x - table[0]) <= table[1]) {
-                const double delta = table[3 + class_of(x, e, classes)];
-                const double sum = x + delta;
-                if (!isnan(delta) && exact_sum(x, delta, sum)) next = sum;
-            }
-            if (!isnan(next)) {
+            double* own_f = class_f + GT_CLASS_FLOATS * t;
+            int* own_i = class_i + GT_CLASS_INTS * t;
+            slot_fronts(front_n, front_off, n_anchors, t, fields[2], &out, &in);
+            for (int g = 0; g < in.n; ++g) own_f[GT_CF_EXACT + g] = x[g];
+            double y[GT_FRONT_MAX];
+            if (by_table(own_f, own_i, out, in, x, y)) {
                 fields[4] = GT_SLOT_CERTAIN;
-                x = next;
             } else {
-                solve_piece(m, data, fields[0], fields[1], x, nullptr, score, length, ids);
-                mark_path(fields[0], fields[1], length, path, 1);
+                solve_front(m, data, fields[0], fields[1], in, x, score, length, ids);
+                after_solve(fields[0], fields[1], out, in, length, path, own_i + 2);
+                for (int p = 0; p < out.n; ++p) y[p] = score[fields[0] + out.off[p]];
                 fields[4] = GT_SLOT_EXACT;
-                x = score[fields[0]];
             }
+            for (int p = 0; p < out.n; ++p) x[p] = y[p];
         }
     }
 }
 
-// Per thread: one piece whose exact tail segment_resolve found: one solve and its path.
+// Per thread: one piece whose exact frontier values segment_resolve found: one solve and its path.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_finish(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
-               int jieba_mode, const u8* __restrict__ data, i64 n_slots, const i64* __restrict__ slot_i,
-               const double* __restrict__ class_f, double* __restrict__ score, int* __restrict__ length,
-               int* __restrict__ ids, u8* __restrict__ path) {
+               int jieba_mode, const u8* __restrict__ data, i64 n_anchors, i64 n_slots,
+               const int* __restrict__ front_n, const int* __restrict__ front_off, const i64* __restrict__ slot_i,
+               const double* __restrict__ class_f, int* __restrict__ class_i, double* __restrict__ score,
+               int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
     const i64 k = global_thread_index();
     if (k >= n_slots || slot_i[GT_SLOT_FIELDS * k + 4] != GT_SLOT_CERTAIN) return;
     const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
     const i64 a = slot_i[GT_SLOT_FIELDS * k], b = slot_i[GT_SLOT_FIELDS * k + 1];
-    solve_piece(m, data, a, b, class_f[GT_CLASS_FLOATS * k + 2], nullptr, score, length, ids);
-    mark_path(a, b, length, path, 1);
+    Front out, in;
+    slot_fronts(front_n, front_off, n_anchors, k, slot_i[GT_SLOT_FIELDS * k + 2], &out, &in);
+    solve_front(m, data, a, b, in, class_f + GT_CLASS_FLOATS * k + GT_CF_EXACT, score, length, ids);
+    after_solve(a, b, out, in, length, path, class_i + GT_CLASS_INTS * k + 2);
+}
+
+// Per thread: one piece that starts at a forced cut: its run's pieces up to it (one step each:
+// where the path leaves each piece is where it enters the next) and its path from that entry.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+segment_paths(i64 n_anchors, const int* __restrict__ front_n, const int* __restrict__ front_off,
+              const i64* __restrict__ slot_i, const int* __restrict__ class_i, const int* __restrict__ length,
+              u8* __restrict__ path) {
+    const i64 k = global_thread_index();
+    if (k >= n_anchors || front_n[k] <= 1) return;
+    const i64 state = slot_i[GT_SLOT_FIELDS * k + 4];
+    if (state != GT_SLOT_CERTAIN && state != GT_SLOT_EXACT) return;
+    i64 first = k;
+    while (slot_i[GT_SLOT_FIELDS * first + 3] >= 0) {
+        GT_STEP();
+        first = slot_i[GT_SLOT_FIELDS * first + 3];
+    }
+    i64 entry = 0;
+    Front out, in;
+    for (i64 t = first; t != k; t = slot_i[GT_SLOT_FIELDS * t + 2]) {
+        GT_STEP();
+        slot_fronts(front_n, front_off, n_anchors, t, slot_i[GT_SLOT_FIELDS * t + 2], &out, &in);
+        const int at = front_index(out, entry);
+        entry = in.n > 1 && at >= 0 ? class_i[GT_CLASS_INTS * t + 2 + at] : 0;
+    }
+    mark_path(slot_i[GT_SLOT_FIELDS * k] + entry, slot_i[GT_SLOT_FIELDS * k + 1], length, path, 1);
 }
 
 // Per thread: one byte (and one binary search when it starts a path word).

@@ -148,7 +148,7 @@ def test_segment_rows_rows_off_the_buffer_start(backend):
 
 
 ROW_KERNELS = ("segment_marks", "segment_cuts", "segment_pieces", "segment_settle", "segment_resolve",
-               "segment_finish", "segment_words", "segment_compact")
+               "segment_finish", "segment_paths", "segment_words", "segment_compact")
 
 
 @pytest.mark.parametrize("ties", [False, True])
@@ -247,3 +247,36 @@ def test_segment_rows_in_pieces(monkeypatch, compat, chunk):
             assert_segment_rows_like_reference(segmenter, TextBatch.from_strings(texts), be)
     segmenter = Segmenter(Dictionary(["一一", "一二"], np.array([5, 5]), 11), compat=compat)
     assert_segment_rows_like_reference(segmenter, TextBatch.from_strings(["一" * 99, "一二" * 50 + "一"]), be)
+
+
+@pytest.mark.parametrize("compat", [None, "jieba"])
+@pytest.mark.parametrize("words", [("一一",), ("一一", "一一一")])
+def test_segment_rows_one_megabyte_line_without_cut_points(compat, words):
+    """1 MB of 一 under the word 一一 (and 一一一): a word crosses every character boundary, so no
+    anchor finds a cut point and each cuts at a forced cut with a frontier of two (three) positions.
+    The emulated kernels give the Numba twin's words and no thread's work grows with the line
+    (before forced cuts the line was one piece: a million steps on one thread)."""
+    import gpu_text.cuda_ops.segment as launchers
+    from tests.emulated_backend import emulated_backend
+
+    freqs = np.array([5, 3][:len(words)], np.int64)
+    segmenter = Segmenter(Dictionary(list(words), freqs, 11), compat=compat)
+    line = "一" * ((1 << 20) // 3)
+    batch = TextBatch.from_strings([line, "一二" * 500, line[:4001]])
+    cpu = get_backend("cpu").op("segment", "segment_rows")(*segment_rows_args(segmenter, batch, get_backend("cpu")))
+    be = emulated_backend()
+    got = run_segment_rows(segmenter, segment_rows_args(segmenter, batch, be), be)
+    assert_arrays_equal(got, cpu)
+    module = be.runtime.module("segment")
+    steps = {name: module.get_function(name).last_max_steps for name in ROW_KERNELS}
+    print("longest thread's steps on a 1 MB row without cut points:", steps)
+    chunk = launchers.CHUNK_BYTES
+    piece_work = 6 * chunk
+    pieces = (1 << 20) // chunk + 1
+    frontier = len(words) + 1  # the cut and the ends of the words crossing it
+    # a piece (the run's first: up to a chunk and a half) solved once per frontier position
+    assert steps["segment_pieces"] <= frontier * 1.5 * piece_work, steps
+    for name in ("segment_cuts", "segment_settle", "segment_finish"):  # one solve (and the walk)
+        assert steps[name] <= 1.5 * piece_work + frontier ** 2 * pieces, steps
+    assert 0 < steps["segment_resolve"] <= 3 * frontier ** 2 * pieces + piece_work, steps  # 3 walks, <= 1 solve
+    assert steps["segment_pieces"] >= chunk // 2

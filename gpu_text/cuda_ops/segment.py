@@ -107,9 +107,12 @@ LIST_BLOCKS = 1024
 # Bytes between two anchors (the longest runs are cut near each one): a thread's work is about a
 # chunk. Tests lower it to cut small inputs into many pieces.
 CHUNK_BYTES = 2048
-# segment_settle's classes per piece (GT_CLASSES_MAX) and floats per piece (GT_CLASS_FLOATS).
+# cuda/segment.cu's GT_FRONT_MAX (frontier positions of a forced cut), GT_CLASSES_MAX (residue
+# classes of a frontier value), GT_CLASS_FLOATS and GT_CLASS_INTS (per piece).
+FRONT_MAX = 4
 CLASSES_MAX = 8
-CLASS_FLOATS = 3 + CLASSES_MAX
+CLASS_FLOATS = 2 * FRONT_MAX + 1 + FRONT_MAX * FRONT_MAX * (CLASSES_MAX + 1)
+CLASS_INTS = 2 + FRONT_MAX
 
 
 def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any, data: Any, offsets: Any,
@@ -143,28 +146,33 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
            (data, i64(n), offsets, i64(n_rows), jieba, flags, ids, runs, counters))
     n_slots = 2 * n_anchors
     cuts = xp.empty(max(n_anchors, 1), xp.int64)
+    front_n = xp.empty(max(n_anchors, 1), xp.int32)
+    front_off = xp.empty(FRONT_MAX * max(n_anchors, 1), xp.int32)
     slot_i = xp.empty(5 * max(n_slots, 1), xp.int64)
     slot_f = xp.empty(4 * max(n_slots, 1), xp.float64)
+    class_f = xp.empty(CLASS_FLOATS * max(n_slots, 1), xp.float64)
+    class_i = xp.empty(CLASS_INTS * max(n_slots, 1), xp.int32)
+    fronts = (front_n, front_off)
     launch(rt.function("segment", "segment_cuts"), blocks_for(n_anchors, BLOCK),
            (*trie, jieba, data, i64(n), offsets, i64(n_rows), i64(chunk), i64(max_word_bytes or 0), i64(n_anchors),
-            cuts, slot_i))
+            cuts, slot_i, *fronts))
     score = xp.empty(n, xp.float64)
     length = xp.empty(n, xp.int32)
     model = (*trie, weights, np.float64(unknown_weight))
     scratch = (score, length, ids, path)
     launch(rt.function("segment", "segment_pieces"), min(blocks_for(n, BLOCK), LIST_BLOCKS),
            (*model, np.float64(tail_score), jieba, data, offsets, i64(n_rows), i64(chunk), i64(n_anchors), runs, cuts,
-            counters, slot_f, slot_i, *scratch))
+            *fronts, counters, slot_f, slot_i, class_f, *scratch))
     if n_anchors:
-        class_f = xp.empty(CLASS_FLOATS * n_slots, xp.float64)
-        class_i = xp.empty(2 * n_slots, xp.int32)
-        launch(rt.function("segment", "segment_settle"), blocks_for(n_slots * CLASSES_MAX, BLOCK),
-               (*model, np.float64(tail_score), np.float64(weight_bound), jieba, i64(max_word_bytes), data, offsets,
-                i64(n_rows), i64(n_slots), slot_f, slot_i, length, class_f, class_i))
+        launch(rt.function("segment", "segment_settle"), blocks_for(n_slots * FRONT_MAX * CLASSES_MAX, BLOCK),
+               (*model, np.float64(tail_score), np.float64(weight_bound), jieba, data, offsets, i64(n_rows),
+                i64(n_anchors), i64(n_slots), *fronts, slot_f, slot_i, score, length, class_f, class_i))
         launch(rt.function("segment", "segment_resolve"), min(blocks_for(n_anchors, BLOCK), LIST_BLOCKS),
-               (*model, jieba, data, i64(n_anchors), counters, slot_i, class_f, class_i, *scratch))
+               (*model, jieba, data, i64(n_anchors), counters, *fronts, slot_i, class_f, class_i, *scratch))
         launch(rt.function("segment", "segment_finish"), blocks_for(n_slots, BLOCK),
-               (*model, jieba, data, i64(n_slots), slot_i, class_f, *scratch))
+               (*model, jieba, data, i64(n_anchors), i64(n_slots), *fronts, slot_i, class_f, class_i, *scratch))
+        launch(rt.function("segment", "segment_paths"), blocks_for(n_anchors, BLOCK),
+               (i64(n_anchors), *fronts, slot_i, class_i, length, path))
     launch(rt.function("segment", "segment_words"), blocks_for(n, BLOCK),
            (data, i64(n), offsets, i64(n_rows), jieba, path, length, flags, ids))
     counts = xp.cumsum(flags, dtype=xp.int64)
