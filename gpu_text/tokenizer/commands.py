@@ -37,6 +37,8 @@ def cmd_train_tokenizer(args: argparse.Namespace) -> int:
     """
     if args.method == "bytepiece":
         return _train_bytepiece(args)
+    if args.method == "unigram":
+        return _train_unigram(args)
     from gpu_text.tokenizer.bpe_trainer import BPETrainer
 
     cn_dictionary = args.cn if args.cn and os.path.exists(args.cn) else None
@@ -44,7 +46,7 @@ def cmd_train_tokenizer(args: argparse.Namespace) -> int:
     check_backend(args)
     extra = [token for token in args.extra_tokens.split(",") if token]
     trainer = BPETrainer(vocab_size=args.vocab_size, character_coverage=args.character_coverage,
-                         max_piece_size=args.max_piece_size, min_count=args.min_count or 1, split=args.split,
+                         max_piece_size=args.max_piece_size or 18, min_count=args.min_count or 1, split=args.split,
                          digits=args.digits, cn=args.cn, normalizer=args.normalizer, reconstruct=args.reconstruct,
                          extra_tokens=extra, progress=progress_enabled(), chunk_bytes=chunk_bytes(args),
                          backend=args.backend)
@@ -56,6 +58,44 @@ def cmd_train_tokenizer(args: argparse.Namespace) -> int:
     print(f"wrote {len(model)} pieces ({model.n_merges} merges, {len(model.required_chars)} characters) to "
           f"{args.output}; {stats['pre_tokens']} distinct pre-tokens, counting {stats['count_seconds']:.1f} s, "
           f"merging {stats['merge_seconds']:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _train_unigram(args: argparse.Namespace) -> int:
+    """``train-tokenizer --method unigram``: SentencePiece's Unigram trainer (:class:`UnigramTrainer
+    <gpu_text.tokenizer.unigram_trainer.UnigramTrainer>`), the tokenizer written by ``Tokenizer.save``
+    (``gpu-text tokenize --model`` reads it). ``--max-piece-size`` counts characters here (default
+    16, SentencePiece's); byte fallback is on; ``--min-count`` (BPE and BytePiece only) is refused.
+
+    >>> import tempfile, pathlib
+    >>> from gpu_text.cli import main
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "c.txt").write_text("ab ab abc\\n" * 3)
+    >>> main(["train-tokenizer", "--method", "unigram", str(d / "c.txt"), "-o", str(d / "m.json"),
+    ...       "--vocab-size", "266", "--character-coverage", "1"])
+    0
+    """
+    from gpu_text.tokenizer.unigram_trainer import UnigramTrainer
+
+    if args.min_count is not None:
+        raise ValueError("--method unigram does not take --min-count (a BPE and BytePiece option)")
+    cn_dictionary = args.cn if args.cn and os.path.exists(args.cn) else None
+    check_outputs([*args.inputs, cn_dictionary], [args.output])  # before the (long) training
+    check_backend(args)
+    trainer = UnigramTrainer(vocab_size=args.vocab_size, character_coverage=args.character_coverage,
+                             max_piece_length=args.max_piece_size or 16, split=args.split, digits=args.digits,
+                             cn=args.cn, normalizer=args.normalizer, reconstruct=args.reconstruct,
+                             extra_tokens=[token for token in args.extra_tokens.split(",") if token],
+                             progress=progress_enabled(), chunk_bytes=chunk_bytes(args), backend=args.backend)
+    with document_options(**reader_options(args)):
+        trainer.fit(args.inputs, field=args.field)
+    with atomic_outputs([args.output]) as (temp,):
+        trainer.tokenizer_.save(temp)
+    stats = trainer.stats_
+    print(f"wrote {len(trainer.model_)} pieces (unigram, {stats['required_chars']} required characters) to "
+          f"{args.output}; {stats['pre_tokens']} distinct pre-tokens, {stats['seed_pieces']} seed pieces, "
+          f"{len(stats['em_rounds'])} EM rounds; counting {stats['count_seconds']:.1f} s, seeding "
+          f"{stats['seed_seconds']:.1f} s, EM {stats['em_seconds']:.1f} s", file=sys.stderr)
     return 0
 
 
@@ -78,7 +118,7 @@ def _train_bytepiece(args: argparse.Namespace) -> int:
         raise ValueError(f"--method bytepiece does not take {', '.join(bpe_only)} (BPE options)")
     check_outputs(list(args.inputs), [args.output])
     trainer = BytePieceTrainer(vocab_size=args.vocab_size, min_count=args.min_count or 32,
-                               max_piece_size=args.max_piece_size, normalizer=args.normalizer,
+                               max_piece_size=args.max_piece_size or 18, normalizer=args.normalizer,
                                cut=0 if args.split == "word" else 1, split_digits=args.digits == "split",
                                chunk_bytes=chunk_bytes(args), progress=progress_enabled(), backend=args.backend)
     check_backend(args)
@@ -232,15 +272,18 @@ def add_commands(subparsers: Any) -> None:
                     "vocabulary: 3 specials, 256 byte pieces, the extra tokens, the merges and the required "
                     "characters.")
     train.add_argument("inputs", nargs="+", help=INPUTS_HELP)
-    train.add_argument("--method", choices=["bpe", "bytepiece"], default="bpe",
-                       help="bpe (SentencePiece's BPE trainer) or bytepiece (PieceTokenizer's default counter; "
-                            "--min-count defaults to the seed's 32 there)")
+    train.add_argument("--method", choices=["bpe", "bytepiece", "unigram"], default="bpe",
+                       help="bpe (SentencePiece's BPE trainer), bytepiece (PieceTokenizer's default counter; "
+                            "--min-count defaults to the seed's 32 there) or unigram (SentencePiece's Unigram "
+                            "trainer; the output is a gpu_text tokenizer file)")
     train.add_argument("--output", "-o", required=True, help="the model file to write (the seed's text format)")
     train.add_argument("--vocab-size", type=positive_int, default=8000,
                        help="pieces in the model, the 259 special and byte pieces included (default 8000)")
     train.add_argument("--character-coverage", type=fraction, default=0.9995,
                        help="share of characters (by frequency) kept as pieces; the rest never merge")
-    train.add_argument("--max-piece-size", type=positive_int, default=18, help="longest piece, in bytes")
+    train.add_argument("--max-piece-size", type=positive_int, default=None,
+                       help="longest piece: in bytes for bpe and bytepiece (default 18), in characters for unigram "
+                            "(default 16)")
     train.add_argument("--min-count", type=positive_int, default=None,
                        help="bpe: stop when the best pair is seen fewer times (default 1); bytepiece: the n-gram "
                             "count a piece longer than a byte needs (default 32)")

@@ -21,7 +21,8 @@ Pipeline, as SentencePiece's trainer with its defaults:
    on no best path, or split by their own best path, go first; single characters always stay).
 5. The model: required characters first (a missing one scored just below the lowest piece), then
    the best-scored pieces up to ``vocab_size``, all sorted by score; scores are the final
-   log-probabilities.
+   log-probabilities. A text too small for ``vocab_size`` gives fewer pieces, with a warning
+   (where SentencePiece stops with an error).
 
 The lattice's edges are found once, from the suffix array (every occurrence of every seed piece),
 and filtered as pieces die: no EM step searches for pieces again. The E-step, the Viterbi counts
@@ -42,6 +43,7 @@ import numbers
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -364,6 +366,9 @@ class UnigramTrainer(Estimator):
         lattice.pool.shutdown()
         t2 = time.perf_counter()
         pieces, scores = self._finalize(lattice, required, n_fixed)
+        if len(pieces) + n_fixed < self.vocab_size:  # SentencePiece refuses; a smaller model is more useful
+            warnings.warn(f"{type(self).__name__}: the text supports {len(pieces) + n_fixed} pieces, fewer than "
+                          f"vocab_size {self.vocab_size}; the model has {len(pieces) + n_fixed}", stacklevel=3)
         stats.update(pre_tokens=len(counts), characters=int(lattice.chars.size), required_chars=int(required.size),
                      seed_seconds=t1 - t0, em_seconds=t2 - t1, em_rounds=rounds)
         fixed = self._fixed_pieces()
