@@ -218,21 +218,24 @@ viterbi_loss(const u8* __restrict__ data, const i64* __restrict__ span_starts, c
 //   segment_marks     one thread per byte: the pre-split of its character from its neighbours'
 //                     bytes (two characters back, two ahead); a non-lattice token marks its start
 //                     and end bytes, the first character of a lattice run appends the run to a list.
-//   segment_cuts      one thread per anchor (every chunk_bytes-th byte of the buffer): the first cut
-//                     point at or after the anchor inside the run holding it (a character start of
-//                     the run that no dictionary word crosses), found within one chunk, or -1.
-//   segment_pieces    one thread per piece: a piece starts at a run start or at an anchor's cut
-//                     point and ends at the next anchor's cut point or at the run's end. Every path
-//                     passes a cut point, so a piece is solved alone (backward Viterbi, the trie
-//                     walked from each character start, shortest word first: the prefix search's
-//                     order). A run's last piece has the tail score: exact. The others are solved
-//                     from tail 0 for their value and the range of their values.
-//   segment_settle    one thread per other piece: solved again from an estimate of its tail (the
-//                     later pieces' values added up); exact when all its values stay in one binade
-//                     (see the kernel), else listed as uncertain.
-//   segment_resolve   one thread per uncertain piece; the last one of its run gets the exact route
-//                     value at its end from the later pieces and solves its piece with it, and so on
-//                     back to the run's start.
+//                     In the same launch, one thread per anchor (every chunk_bytes-th byte of the
+//                     buffer): the first cut point at or after the anchor inside the run holding it
+//                     (a character start that no dictionary word crosses) within one chunk; else a
+//                     forced cut in the chunk's middle with its frontier (below), or -1.
+//   segment_pieces    one thread per piece: a piece starts at a run start or at an anchor's cut and
+//                     ends at the next anchor's cut or at the run's end, so it is solved alone
+//                     (backward Viterbi, the trie walked from each character start, shortest word
+//                     first: the prefix search's order) given the route values at its frontier. A
+//                     short run, or a long run's last piece, has the tail score: exact. The others
+//                     are solved from 0 at each frontier position: the tables of the estimates.
+//   segment_settle    one thread per (pending piece, frontier position, residue class): the piece's
+//                     class table (below), one values-only solve.
+//   segment_resolve   one thread per long run: from its end, each piece's exact frontier values by
+//                     its table (one step per piece), an exact solve where the table does not apply.
+//   segment_finish    one thread per piece settled by its table: one exact solve from its exact
+//                     frontier values; its path, or where the path leaves it from each entry.
+//   segment_paths     one thread per piece starting at a forced cut: its entry from the exits of
+//                     the run's earlier pieces (one step per piece), its path.
 //   segment_words     one thread per byte: the path's words as start/end marks, jieba's joins of
 //                     one-byte ASCII letters and digits applied (from the path, which nobody writes).
 //   segment_compact   one thread per byte: the k-th start and the k-th end mark (prefix sums of the
@@ -240,12 +243,10 @@ viterbi_loss(const u8* __restrict__ data, const i64* __restrict__ span_starts, c
 // flags holds 2 (n + 1) bytes: flags[t] marks a word starting at byte t, flags[n + 1 + t] a word
 // ending at t (two arrays: a run's end and the next row's first word may share a byte).
 
-// Per thread: one byte and a bounded look at the characters around it (its row from a search
-// between the block's first and last rows).
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-segment_marks(const u8* __restrict__ data, i64 n, const i64* __restrict__ offsets, i64 n_rows, int jieba_mode,
-              u8* __restrict__ flags, int* __restrict__ ids, i64* __restrict__ runs, u64* __restrict__ counters) {
-    __shared__ i64 shared_rows[2];
+// One byte's marks (segment_marks' first blocks): a bounded look at the characters around it (its
+// row from a search between the block's first and last rows).
+__device__ void byte_marks(const u8* data, i64 n, const i64* offsets, i64 n_rows, int jieba_mode, u8* flags,
+                           int* ids, i64* runs, u64* counters, i64* shared_rows) {
     const i64 i = global_thread_index();
     const i64 first = (i64)blockIdx.x * blockDim.x;
     const RowRange rows = block_rows(offsets, n_rows, first, first + blockDim.x - 1, shared_rows);
@@ -297,15 +298,12 @@ __device__ __forceinline__ Front front_of(const int* front_n, const int* front_o
     return f;
 }
 
-// Per thread: one anchor; at most one chunk of character starts past it (plus the longest word's
-// bytes before it), each with one trie walk; where no cut point is found, the longest word's bytes
-// before the forced cut with one trie walk each.
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-segment_cuts(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
-             const u8* __restrict__ eow, int trie_size, int jieba_mode, const u8* __restrict__ data, i64 n,
-             const i64* __restrict__ offsets, i64 n_rows, i64 chunk_bytes, i64 max_word_bytes, i64 n_anchors,
-             i64* __restrict__ cuts, i64* __restrict__ slot_i, int* __restrict__ front_n, int* __restrict__ front_off) {
-    const i64 j = global_thread_index();
+// Anchor j's cut (segment_marks' last blocks): at most one chunk of character starts past it (plus
+// the longest word's bytes before it), each with one trie walk; where no cut point is found, the
+// longest word's bytes before the forced cut with one trie walk each.
+__device__ void anchor_cut(i64 j, const int* state, const int* check, const u8* label, const u8* eow, int trie_size,
+                           int jieba_mode, const u8* data, const i64* offsets, i64 n_rows, i64 chunk_bytes,
+                           i64 max_word_bytes, i64 n_anchors, i64* cuts, i64* slot_i, int* front_n, int* front_off) {
     if (j >= n_anchors) return;
     cuts[j] = -1;
     front_n[j] = 1;
@@ -373,6 +371,25 @@ segment_cuts(const int* __restrict__ state, const int* __restrict__ check, const
     for (int k = 0; k < count; ++k) front_off[GT_FRONT_MAX * j + k] = offs[k];
     front_n[j] = count;
     cuts[j] = b;
+}
+
+// Per thread: one byte (byte_marks) in the first marks_blocks blocks, one anchor (anchor_cut) in the
+// others: the pre-split marks and the cuts in one launch.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+segment_marks(const u8* __restrict__ data, i64 n, const i64* __restrict__ offsets, i64 n_rows, int jieba_mode,
+              u8* __restrict__ flags, int* __restrict__ ids, i64* __restrict__ runs, u64* __restrict__ counters,
+              i64 marks_blocks, const int* __restrict__ state, const int* __restrict__ check,
+              const u8* __restrict__ label, const u8* __restrict__ eow, int trie_size, i64 chunk_bytes,
+              i64 max_word_bytes, i64 n_anchors, i64* __restrict__ cuts, i64* __restrict__ slot_i,
+              int* __restrict__ front_n, int* __restrict__ front_off) {
+    __shared__ i64 shared_rows[2];
+    if ((i64)blockIdx.x < marks_blocks) {
+        byte_marks(data, n, offsets, n_rows, jieba_mode, flags, ids, runs, counters, shared_rows);
+        return;
+    }
+    const i64 j = ((i64)blockIdx.x - marks_blocks) * blockDim.x + threadIdx.x;
+    anchor_cut(j, state, check, label, eow, trie_size, jieba_mode, data, offsets, n_rows, chunk_bytes, max_word_bytes,
+               n_anchors, cuts, slot_i, front_n, front_off);
 }
 
 // ---- exact values by residue classes

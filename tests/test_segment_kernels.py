@@ -147,7 +147,7 @@ def test_segment_rows_rows_off_the_buffer_start(backend):
     assert_arrays_equal(run_segment_rows(segmenter, args, backend), want)
 
 
-ROW_KERNELS = ("segment_marks", "segment_cuts", "segment_pieces", "segment_settle", "segment_resolve",
+ROW_KERNELS = ("segment_marks", "segment_pieces", "segment_settle", "segment_resolve",
                "segment_finish", "segment_paths", "segment_words", "segment_compact")
 
 
@@ -179,11 +179,11 @@ def test_segment_rows_one_megabyte_line(ties):
     print("longest thread's steps on a 1 MB row:", steps)
     chunk = launchers.CHUNK_BYTES
     piece_work = 6 * chunk  # forward, backward and trie steps of about a chunk of 3-byte characters
-    assert max(steps[k] for k in ("segment_cuts", "segment_pieces", "segment_settle", "segment_finish")) <= piece_work
+    assert max(steps[k] for k in ("segment_marks", "segment_pieces", "segment_settle", "segment_finish")) <= piece_work
     walk = 2 * ((1 << 20) // chunk + 1)  # segment_resolve: the line's pieces, twice
     assert 0 < steps["segment_resolve"] <= walk + piece_work, steps  # at most one exact solve
     assert steps["segment_pieces"] >= chunk  # it did solve pieces of about a chunk
-    assert steps["segment_marks"] == steps["segment_words"] == steps["segment_compact"] == 0
+    assert steps["segment_paths"] == steps["segment_words"] == steps["segment_compact"] == 0  # no forced cut
 
 
 def test_segment_rows_on_news_lines(backend):
@@ -276,7 +276,49 @@ def test_segment_rows_one_megabyte_line_without_cut_points(compat, words):
     frontier = len(words) + 1  # the cut and the ends of the words crossing it
     # a piece (the run's first: up to a chunk and a half) solved once per frontier position
     assert steps["segment_pieces"] <= frontier * 1.5 * piece_work, steps
-    for name in ("segment_cuts", "segment_settle", "segment_finish"):  # one solve (and the walk)
+    for name in ("segment_marks", "segment_settle", "segment_finish", "segment_paths"):  # a solve and/or the walk
         assert steps[name] <= 1.5 * piece_work + frontier ** 2 * pieces, steps
     assert 0 < steps["segment_resolve"] <= 3 * frontier ** 2 * pieces + piece_work, steps  # 3 walks, <= 1 solve
     assert steps["segment_pieces"] >= chunk // 2
+
+
+@pytest.mark.parametrize("compat", [None, "jieba"])
+@pytest.mark.parametrize("chunk", [32, 48, 96])
+def test_segment_rows_forced_cuts(monkeypatch, compat, chunk):
+    """Lines where cut points are rare (a few characters, dictionaries of their runs, so words
+    cross most boundaries): anchors cut at forced cuts with frontiers, pieces are settled by class
+    tables or solved exactly, paths cross pieces through their frontiers; equal frequencies give
+    exact ties between the frontier positions. The reference's words."""
+    import gpu_text.cuda_ops.segment as launchers
+    from tests.emulated_backend import emulated_backend
+
+    monkeypatch.setattr(launchers, "CHUNK_BYTES", chunk)
+    seen = {"forced": 0, "certain": 0, "exact": 0}
+    launch = launchers.launch
+
+    def counting_launch(function, grid, args):  # what segment_paths sees: the cuts' frontiers, the pieces' states
+        launch(function, grid, args)
+        if "segment_paths" in repr(function):
+            front_n, slot_i = host(args[1]), host(args[3]).reshape(-1, 5)
+            states = slot_i[:front_n.size, 4]
+            seen["forced"] += int((front_n > 1).sum())
+            seen["certain"] += int(((front_n > 1) & (states == 3)).sum())
+            seen["exact"] += int(((front_n > 1) & (states == 1)).sum())
+
+    monkeypatch.setattr(launchers, "launch", counting_launch)
+    be = emulated_backend()
+    rng = np.random.default_rng(1000 + chunk)
+    alphabet = HAN[:3]
+    for trial in range(6):
+        words = sorted({"".join(rng.choice(alphabet, int(rng.integers(2, 4)))) for _ in range(6)})
+        if trial % 3 == 0:
+            freqs = np.ones(len(words), np.int64)
+        else:
+            freqs = rng.integers(1, 9, len(words)).astype(np.int64)
+        d = Dictionary(words, freqs, int(freqs.sum()) + int(rng.integers(1, 5)))
+        segmenter = Segmenter(d, compat=compat)
+        texts = ["".join(rng.choice(alphabet, int(rng.integers(100, 700)))) for _ in range(4)]
+        texts += ["一" * int(rng.integers(50, 400)), "一二" * 150 + "三", "ab1" * 40 + "一" * 60]
+        assert_segment_rows_like_reference(segmenter, TextBatch.from_strings(texts), be)
+    print(seen)
+    assert seen["forced"] >= 10 and seen["certain"] > 0 and seen["exact"] > 0, seen

@@ -142,8 +142,6 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
     flags, path = marks[:2 * (n + 1)], marks[2 * (n + 1):]
     ids = xp.empty(n, xp.int32)
     runs = xp.empty(max(n, 1), xp.int64)
-    launch(rt.function("segment", "segment_marks"), blocks_for(n, BLOCK),
-           (data, i64(n), offsets, i64(n_rows), jieba, flags, ids, runs, counters))
     n_slots = 2 * n_anchors
     cuts = xp.empty(max(n_anchors, 1), xp.int64)
     front_n = xp.empty(max(n_anchors, 1), xp.int32)
@@ -153,9 +151,10 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
     class_f = xp.empty(CLASS_FLOATS * max(n_slots, 1), xp.float64)
     class_i = xp.empty(CLASS_INTS * max(n_slots, 1), xp.int32)
     fronts = (front_n, front_off)
-    launch(rt.function("segment", "segment_cuts"), blocks_for(n_anchors, BLOCK),
-           (*trie, jieba, data, i64(n), offsets, i64(n_rows), i64(chunk), i64(max_word_bytes or 0), i64(n_anchors),
-            cuts, slot_i, *fronts))
+    marks_blocks = blocks_for(n, BLOCK)
+    launch(rt.function("segment", "segment_marks"), marks_blocks + blocks_for(n_anchors, BLOCK),
+           (data, i64(n), offsets, i64(n_rows), jieba, flags, ids, runs, counters, i64(marks_blocks), *trie,
+            i64(chunk), i64(max_word_bytes or 0), i64(n_anchors), cuts, slot_i, *fronts))
     score = xp.empty(n, xp.float64)
     length = xp.empty(n, xp.int32)
     model = (*trie, weights, np.float64(unknown_weight))
