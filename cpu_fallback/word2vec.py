@@ -1,7 +1,7 @@
 """Numba twins of ``cuda/word2vec.cu``: subsampling and one epoch of CBOW / skip-gram training.
 
-The epoch's positions are cut into units of ``unit_words`` consecutive positions and ``prange``
-runs the units round robin (thread ``t`` of ``T`` takes units ``t, t + T, ...``, so the threads move
+The epoch's positions are cut into units of ``unit_words`` consecutive positions and threads
+run the units round robin (thread ``t`` of ``T`` takes units ``t, t + T, ...``, so the threads move
 through the corpus side by side, as gensim's workers take its jobs), updating
 ``syn0``/``syn1``/``syn1neg`` in place without locks (Hogwild, as word2vec.c's threads and
 gensim's workers do). With one unit covering the whole epoch the run is sequential and
@@ -12,6 +12,10 @@ to float32 rounding, not bit for bit.
 
 Speed: every array is a borrowed view (``cpu_fallback/borrow.py``), so the rows the inlined
 per-word helpers take are views without reference counts, and nothing is allocated per word.
+Each helper has one call site (skip-gram and CBOW share the output loop, the tree's nodes and the
+negative samples share the step): Numba types every inlined copy again, and the copies per mode
+and per output kind took 3.7 s of CPU to compile, one copy 1.5 s (not inlining them at all cost
+3-5% of the training speed).
 
 >>> ids = np.array([0, 1, 0, 1], np.int32)
 >>> keep = subsample(ids, np.array([0xFFFFFFFF, 0], np.uint32), 7)
@@ -21,6 +25,7 @@ per-word helpers take are views without reference counts, and nothing is allocat
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import get_num_threads, njit, prange
@@ -105,7 +110,7 @@ def _search_index(cum_table):
     n_buckets = ((total - np.uint64(1)) >> np.uint64(shift)) + np.uint64(1)
     start = np.empty(n_buckets + np.uint64(1), np.int64)
     for b in range(n_buckets + 1):
-        first = _lower_bound(cum_table, np.uint64(b) << np.uint64(shift), 0, cum_table.size)
+        first = _lower_bound(cum_table, np.uint64(b) << np.uint64(shift), np.int64(0), cum_table.size)
         start[b] = min(first, cum_table.size - 1)
     return start, shift
 
@@ -127,14 +132,19 @@ def _step(inp, out, neu1e, dim, label, alpha, compute_loss, table):
 @njit(inline="always", **JIT)
 def _outputs(inp, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, search, shift, hs, negative, dim,
              alpha, key, i, pair, compute_loss, table):
+    """The tree's nodes of ``word`` (``hs``), then ``word`` and its ``negative`` samples, against
+    ``inp``: one loop with one call of the step, which Numba inlines once."""
+    first = code_offsets[word] if hs else 0
+    n_nodes = code_offsets[word + 1] - first if hs else 0
+    n_units = n_nodes + (negative + 1 if negative > 0 else 0)
+    total = np.uint64(cum_table[cum_table.size - 1])
     loss = 0.0
-    if hs:
-        for k in range(code_offsets[word], code_offsets[word + 1]):
-            loss += _step(inp, syn1[points[k]], neu1e, dim, np.float32(1.0) - np.float32(codes[k]), alpha,
-                          compute_loss, table)
-    if negative > 0:
-        total = np.uint64(cum_table[cum_table.size - 1])
-        for d in range(negative + 1):
+    for q in range(n_units):
+        if q < n_nodes:
+            out = syn1[points[first + q]]
+            label = np.float32(1.0) - np.float32(codes[first + q])
+        else:
+            d = q - n_nodes
             target = word
             if d > 0:
                 r = (_draw(key, i, 2 + pair * (negative + 1) + d) >> np.uint64(16)) % total
@@ -142,15 +152,16 @@ def _outputs(inp, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_t
                 target = _lower_bound(cum_table, r, search[b], search[b + 1] - search[b] + 1)
                 if target == word:
                     continue
+            out = syn1neg[target]
             label = np.float32(1.0) if d == 0 else np.float32(0.0)
-            loss += _step(inp, syn1neg[target], neu1e, dim, label, alpha, compute_loss, table)
+        loss += _step(inp, out, neu1e, dim, label, alpha, compute_loss, table)
     return loss
 
 
 @njit(**JIT)
-def _train_unit(u, ids_owner, row_offsets_owner, syn0_owner, syn1_owner, syn1neg_owner, codes_owner, points_owner,
-                code_offsets_owner, cum_owner, search_owner, shift, sg, hs, negative, window, cbow_mean, alpha_start,
-                alpha_end, key, unit_words, compute_loss, table):
+def _train_units(thread, n_threads, loss, ids_owner, row_offsets_owner, syn0_owner, syn1_owner, syn1neg_owner,
+                 codes_owner, points_owner, code_offsets_owner, cum_owner, search_owner, shift, sg, hs, negative, window,
+                 cbow_mean, alpha_start, alpha_end, key, unit_words, compute_loss, table):
     # borrowed views (see cpu_fallback.borrow): the owners are arguments, alive to the end, and the
     # rows taken per word below are views without a reference count
     ids, row_offsets = borrow(ids_owner), borrow(row_offsets_owner)
@@ -162,73 +173,55 @@ def _train_unit(u, ids_owner, row_offsets_owner, syn0_owner, syn1_owner, syn1neg
     scratch = borrow(scratch_owner)
     neu1, neu1e = scratch[0], scratch[1]
     n_words = ids.size
-    first = u * unit_words
-    last = min(first + unit_words, n_words)
-    row = np.searchsorted(row_offsets, first, side="right") - 1
-    total = 0.0
-    for i in range(first, last):
-        while row_offsets[row + 1] <= i:
-            row += 1
-        start, end = row_offsets[row], row_offsets[row + 1]
-        word = ids[i]
-        alpha = np.float32(alpha_start + (alpha_end - alpha_start) * (np.float64(i) / np.float64(n_words)))
-        b = np.int64((_draw(key, i, 1) >> np.uint64(32)) % np.uint64(window))
-        lo = max(i - window + b, start)
-        hi = min(i + window + 1 - b, end)
-        if sg:
-            for j in range(lo, hi):
-                if j == i:
+    for u in range(thread, loss.size, n_threads):
+        first = u * unit_words
+        last = min(first + unit_words, n_words)
+        row = np.searchsorted(row_offsets, first, side="right") - 1
+        total = 0.0
+        for i in range(first, last):
+            while row_offsets[row + 1] <= i:
+                row += 1
+            start, end = row_offsets[row], row_offsets[row + 1]
+            word = ids[i]
+            alpha = np.float32(alpha_start + (alpha_end - alpha_start) * (np.float64(i) / np.float64(n_words)))
+            b = np.int64((_draw(key, i, 1) >> np.uint64(32)) % np.uint64(window))
+            lo = max(i - window + b, start)
+            hi = min(i + window + 1 - b, end)
+            if not sg:
+                for d in range(dim):
+                    neu1[d] = np.float32(0.0)
+                count = 0
+                for j in range(lo, hi):
+                    if j != i:
+                        _axpy(np.float32(1.0), syn0[ids[j]], neu1, dim)
+                        count += 1
+                if count == 0:
                     continue
-                inp = syn0[ids[j]]
+                inv_count = np.float32(1.0) / np.float32(count)
+                if cbow_mean:
+                    for d in range(dim):
+                        neu1[d] *= inv_count
+            # skip-gram: every context word against the word; CBOW: their combination neu1, once
+            # (one call site of the inlined outputs, not one per mode)
+            for j in range(lo, hi) if sg else range(i, i + 1):
+                if sg and j == i:
+                    continue
+                inp = syn0[ids[j]] if sg else neu1
                 for d in range(dim):
                     neu1e[d] = np.float32(0.0)
                 total += _outputs(inp, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, search,
-                                  shift, hs, negative, dim, alpha, key, i, j - i + window, compute_loss, table)
-                _axpy(np.float32(1.0), neu1e, inp, dim)
-            continue
-        for d in range(dim):
-            neu1[d] = np.float32(0.0)
-        count = 0
-        for j in range(lo, hi):
-            if j != i:
-                _axpy(np.float32(1.0), syn0[ids[j]], neu1, dim)
-                count += 1
-        if count == 0:
-            continue
-        inv_count = np.float32(1.0) / np.float32(count)
-        if cbow_mean:
-            for d in range(dim):
-                neu1[d] *= inv_count
-        for d in range(dim):
-            neu1e[d] = np.float32(0.0)
-        total += _outputs(neu1, neu1e, word, syn1, syn1neg, codes, points, code_offsets, cum_table, search, shift,
-                          hs, negative, dim, alpha, key, i, 0, compute_loss, table)
-        if not cbow_mean:
-            for d in range(dim):
-                neu1e[d] *= inv_count
-        for j in range(lo, hi):
-            if j != i:
-                _axpy(np.float32(1.0), neu1e, syn0[ids[j]], dim)
-    return total
-
-
-@njit(parallel=True, **JIT)
-def _train(ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offsets, cum_table, sg, hs, negative, window,
-           cbow_mean, alpha_start, alpha_end, key, unit_words, compute_loss, table, n_threads):
-    n_units = (ids.size + unit_words - 1) // unit_words
-    loss = np.zeros(n_units)
-    search, shift = _search_index(cum_table)
-    # Round robin: thread t trains units t, t + T, t + 2T, ..., so the threads move through the
-    # corpus side by side, in its order, as gensim's workers take its jobs. prange's contiguous
-    # split would train the two halves of the corpus at once, which changes the order the model
-    # sees the text in (and with it the vectors, measurably, on a corpus of concatenated books).
-    n_threads = min(n_threads, n_units)
-    for t in prange(n_threads):
-        for u in range(t, n_units, n_threads):
-            loss[u] = _train_unit(u, ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offsets, cum_table,
-                                  search, shift, sg, hs, negative, window, cbow_mean, alpha_start, alpha_end, key,
-                                  unit_words, compute_loss, table)
-    return loss
+                                  shift, hs, negative, dim, alpha, key, i, j - i + window if sg else np.int64(0),
+                                  compute_loss, table)
+                if sg:
+                    _axpy(np.float32(1.0), neu1e, inp, dim)
+            if not sg:
+                if not cbow_mean:
+                    for d in range(dim):
+                        neu1e[d] *= inv_count
+                for j in range(lo, hi):
+                    if j != i:
+                        _axpy(np.float32(1.0), neu1e, syn0[ids[j]], dim)
+        loss[u] = total
 
 
 def train_epoch(ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offsets, cum_table, sg, hs, negative,
@@ -247,10 +240,25 @@ def train_epoch(ids, row_offsets, syn0, syn1, syn1neg, codes, points, code_offse
     for weights in (syn0, syn1, syn1neg):  # trained in place: a copy would lose the updates
         if not weights.flags.c_contiguous or weights.dtype != np.float32:
             raise ValueError("word2vec weights must be C-contiguous float32 matrices")
-    return _train(c(ids), c(row_offsets), syn0, syn1, syn1neg, c(codes), c(points), c(code_offsets), c(cum_table),
-                  np.int64(sg), np.int64(hs), np.int64(negative), np.int64(window), np.int64(cbow_mean),
-                  np.float64(alpha_start), np.float64(alpha_end), np.uint64(key), np.int64(unit_words),
-                  np.int64(compute_loss), np.int64(sigmoid_table), np.int64(get_num_threads()))
+    cum_table = c(cum_table)
+    search, shift = _search_index(cum_table)
+    loss = np.zeros((ids.size + unit_words - 1) // unit_words)
+    n_threads = max(1, min(get_num_threads(), loss.size))
+    args = (np.int64(n_threads), loss, c(ids), c(row_offsets), syn0, syn1, syn1neg, c(codes), c(points),
+            c(code_offsets), cum_table, search, np.int64(shift), np.int64(sg), np.int64(hs), np.int64(negative),
+            np.int64(window), np.int64(cbow_mean), np.float64(alpha_start), np.float64(alpha_end), np.uint64(key),
+            np.int64(unit_words), np.int64(compute_loss), np.int64(sigmoid_table))
+    # Round robin: thread t trains units t, t + T, t + 2T, ..., so the threads move through the
+    # corpus side by side, in its order, as gensim's workers take its jobs. A contiguous split would
+    # train the two halves of the corpus at once, which changes the order the model sees the text
+    # in (and with it the vectors, measurably, on a corpus of concatenated books). Python threads
+    # over a nogil function, not a prange: a parallel loop took seconds more to compile.
+    if n_threads == 1:
+        _train_units(np.int64(0), *args)
+    else:
+        with ThreadPoolExecutor(n_threads) as pool:
+            list(pool.map(lambda t: _train_units(np.int64(t), *args), range(n_threads)))
+    return loss
 
 
 def unit_words(batch_words):

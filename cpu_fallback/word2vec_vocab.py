@@ -137,7 +137,8 @@ def count_tokens(data, starts, ends, doc_offsets, position, max_vocab, raw_ids, 
                     stamps, hashes, key_len = grown(stamps, capacity), grown(hashes, capacity), grown(key_len, capacity)
                 while arena_used + (end - start) > arena.size:
                     arena = grown(arena, 2 * arena.size)
-                arena[arena_used:arena_used + end - start] = data[start:end]
+                for k in range(end - start):  # not a slice assignment: that costs seconds to compile
+                    arena[arena_used + k] = data[start + k]
                 key_start[found], key_len[found], hashes[found] = arena_used, end - start, h
                 arena_used += end - start
                 table[slot] = found
