@@ -1,8 +1,8 @@
 """A SentencePiece-style BPE tokenizer, one module per pipeline stage:
 
 normalizer (character maps, spaces) → pre_tokenizer (DFA over character classes) → bpe (merge
-replay, byte fallback) → decoder; ``tokenizer`` strings them together, ``trainer`` learns a model,
-``tokenizer_file`` saves and loads a whole tokenizer (``Tokenizer.save`` / ``Tokenizer.load``),
+replay, byte fallback) → decoder; ``tokenizer`` strings them together, ``trainer`` learns a model
+(``unigram_trainer`` a Unigram one), ``tokenizer_file`` saves and loads a whole tokenizer (``Tokenizer.save`` / ``Tokenizer.load``),
 ``model_file`` / ``sentencepiece_model`` read and write models, ``bulk`` tokenizes datasets.
 """
 from gpu_text.tokenizer.bpe import BPEModel, PieceType
@@ -32,6 +32,7 @@ from gpu_text.tokenizer.unigram import UnigramModel
 from gpu_text.tokenizer.unigram_tokenizer import Unigram
 from gpu_text.tokenizer.bytepiece_tokenizer import BytePiece
 from gpu_text.tokenizer.bytepiece_trainer import BytePieceTrainer
+from gpu_text.tokenizer.unigram_trainer import UnigramTrainer
 
 __all__ = [
     "RULE_NAMES",
@@ -59,6 +60,7 @@ __all__ = [
     "TrainedModel",
     "Unigram",
     "UnigramModel",
+    "UnigramTrainer",
     "load_sentencepiece_model",
     "parse_sentencepiece_model",
     "pre_tokenize_strings",
