@@ -12,6 +12,7 @@ the GPU runs the stages (``normalizer``, ``trie``, ``lattice``) kernel by kernel
 """
 from __future__ import annotations
 
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -57,42 +58,150 @@ def trie_units(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np.
     return units
 
 
+def char_nodes(units: np.ndarray) -> np.ndarray:
+    """The slot of :func:`trie_units` that each code point below U+10000 reaches from the root
+    (-1: no word begins with it; U+0000 and the surrogates too). The walk from a character then
+    starts after it: a Chinese character is 3 steps (dependent loads) fewer, and most walks are
+    only 1 or 2 characters long.
+
+    >>> from cpu_fallback.double_array import arrays_of
+    >>> nodes = char_nodes(trie_units(*arrays_of(["é".encode(), b"ab"], [7, 8])))
+    >>> bool(nodes[ord("é")] >= 0), bool(nodes[ord("a")] >= 0), int(nodes[ord("b")])
+    (True, True, -1)
+    """
+    cp = np.arange(0x10000, dtype=np.int64)
+    width = np.where(cp < 0x80, 1, np.where(cp < 0x800, 2, 3))
+    lead = np.where(width == 1, cp, np.where(width == 2, 0xC0 | (cp >> 6), 0xE0 | (cp >> 12)))
+    utf8 = [lead, np.where(width == 2, 0x80 | (cp & 0x3F), 0x80 | ((cp >> 6) & 0x3F)), 0x80 | (cp & 0x3F)]
+    size = units.shape[0]
+    pos = np.where((cp == 0) | ((cp >= 0xD800) & (cp < 0xE000)), -1, 0)
+    for k in range(3):
+        walking = (pos >= 0) & (k < width)
+        here = np.where(walking, pos, 0)
+        nxt = here ^ units[here, 0].astype(np.int64) ^ utf8[k]
+        inside = (nxt >= 0) & (nxt < size)
+        reached = inside & (units[np.where(inside, nxt, 0), 1].astype(np.int64) == here + 1)
+        pos = np.where(walking, np.where(reached, nxt, -1), pos)
+    return pos.astype(np.int32)
+
+
+_TABLES: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def trie_tables(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`trie_units` and :func:`char_nodes` of a trie, built once per trie (~5 ms) and kept
+    while its arrays live."""
+    key = id(state)
+    tables = _TABLES.get(key)
+    if tables is None:
+        units = trie_units(state, check, label, eow)
+        tables = _TABLES[key] = (units, char_nodes(units))
+        weakref.finalize(state, _TABLES.pop, key, None)  # before the id can be reused
+    return tables
+
+
+_NO_CHAR = 0x110000  # a code point past char_nodes: the walk starts at the root
+
+
 @njit(**JIT)
-def _solve_row(text, at, n, units, weights, unk_score, score, route, value):
+def lead_char_at(text, i, end):
+    """(length, code point) of the character at text[i] as its lead byte says: on well-formed
+    UTF-8 :func:`~cpu_fallback.utf8.sequence_at`'s answer without its checks, which cost a third
+    of the lattice's time on Chinese text (a stray byte is one character past ``char_nodes``).
+
+    >>> [lead_char_at(np.frombuffer(s, np.uint8), 0, len(s)) for s in (b"a", "é".encode(), "中".encode(), "😀".encode())]
+    [(1, 97), (2, 233), (3, 20013), (4, 1114112)]
+    """
+    b0 = np.int64(text[i])
+    if b0 < 0x80:
+        return 1, b0
+    if b0 < 0xC0:
+        return 1, np.int64(_NO_CHAR)
+    if b0 < 0xE0:
+        if i + 2 > end:
+            return 1, np.int64(_NO_CHAR)
+        return 2, ((b0 & 0x1F) << 6) | (np.int64(text[i + 1]) & 0x3F)
+    if b0 < 0xF0:
+        if i + 3 > end:
+            return 1, np.int64(_NO_CHAR)
+        return 3, ((b0 & 0x0F) << 12) | ((np.int64(text[i + 1]) & 0x3F) << 6) | (np.int64(text[i + 2]) & 0x3F)
+    if i + 4 > end:
+        return 1, np.int64(_NO_CHAR)
+    return 4, np.int64(_NO_CHAR)  # past char_nodes either way
+
+
+def writes_well_formed(targets: np.ndarray, target_offsets: np.ndarray, symbol: np.ndarray) -> bool:
+    """Whether the normalizer's output is well-formed UTF-8 whatever its input: it copies only
+    well-formed characters and writes U+FFFD for the rest, so it is when every charsmap target
+    and the space symbol are.
+
+    >>> writes_well_formed(np.frombuffer("ab▁".encode(), np.uint8), np.array([0, 1, 2, 5]), np.zeros(0, np.uint8))
+    True
+    >>> writes_well_formed(np.frombuffer("▁".encode(), np.uint8), np.array([0, 1, 3]), np.zeros(0, np.uint8))
+    False
+    """
+    targets = np.asarray(targets, np.uint8)
+    try:
+        targets.tobytes().decode("utf-8")
+        np.asarray(symbol, np.uint8).tobytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    starts = np.asarray(target_offsets, np.int64)
+    starts = starts[starts < targets.size]
+    return not bool(((targets[starts] & 0xC0) == 0x80).any())  # no target starts inside a character
+
+
+@njit(**JIT)
+def _solve_row(text, at, n, well_formed, units, char_nodes, weights, unk_score, score, route, value):
     """The best path of ``text[at:at + n]`` into ``score``/``route``/``value`` (rows of n + 1;
-    route and value are read only where a path ends, which every character boundary is)."""
+    route and value are read only where a path ends, which every character boundary is).
+    ``well_formed``: the text is well-formed UTF-8, so each lead byte gives its character."""
     for k in range(n + 1):
         score[k] = -np.inf
     score[0] = 0.0
     size = units.shape[0]
     p = 0
     while p < n:
-        if text[at + p] < 0x80:
-            length = 1
+        if well_formed:
+            length, cp = lead_char_at(text, at + p, at + n)
         else:
-            length, _ = sequence_at(text, at + p, at + n)
-            length = max(length, 1)
+            length, cp = sequence_at(text, at + p, at + n)
         here = score[p]
         single = False
+        start = at + p
         pos = np.int64(0)
-        for i in range(at + p, at + n):
-            byte = text[i]
-            if byte == 0:  # byte 0 leads to value slots; no piece holds it
-                break
-            nxt = pos ^ np.int64(units[pos, 0]) ^ np.int64(byte)
-            if nxt < 0 or nxt >= size or units[nxt, 1] != pos + 1:
-                break
-            pos = nxt
-            v = units[pos, 2]
-            if v >= 0:
-                to = i + 1 - at
-                candidate = float(np.float32(here + weights[v]))
-                if candidate > score[to]:
-                    score[to] = candidate
-                    route[to] = p
-                    value[to] = v
-                if to == p + length:
+        if length == 0:  # a malformed byte is one character, walked from the root
+            length = 1
+        elif cp < char_nodes.size:  # the walk through the character's own bytes, done once per model
+            pos = np.int64(char_nodes[cp])
+            start += length
+            if pos >= 0:
+                v = units[pos, 2]
+                if v >= 0:
                     single = True
+                    candidate = float(np.float32(here + weights[v]))
+                    if candidate > score[p + length]:
+                        score[p + length] = candidate
+                        route[p + length] = p
+                        value[p + length] = v
+        if pos >= 0:
+            for i in range(start, at + n):
+                byte = text[i]
+                nxt = pos ^ np.int64(units[pos, 0]) ^ np.int64(byte)
+                if byte == 0 or nxt < 0 or nxt >= size or units[nxt, 1] != pos + 1:  # byte 0 leads to value slots
+                    break
+                pos = nxt
+                v = units[pos, 2]
+                if v >= 0:
+                    to = i + 1 - at
+                    candidate = float(np.float32(here + weights[v]))
+                    if candidate > score[to]:
+                        score[to] = candidate
+                        route[to] = p
+                        value[to] = v
+                    if to == p + length:
+                        single = True
         if not single:
             to = p + length
             candidate = float(np.float32(here + unk_score))
@@ -104,14 +213,14 @@ def _solve_row(text, at, n, units, weights, unk_score, score, route, value):
 
 
 @njit(**JIT)
-def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy, growth, match_starts, units,
-                 weights, unk_score, unk_id, byte_fallback, byte_ids, with_spans):
+def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy, growth, match_starts, well_formed,
+                 units, char_nodes, weights, unk_score, unk_id, byte_fallback, byte_ids, with_spans):
     """Ids of rows first..last-1, ids per row, and (``with_spans``) each id's span in the original row."""
     none8, none64 = np.zeros(0, np.uint8), np.zeros(0, np.int64)
     state, check, label, eow = (borrow(normalizer[0]), borrow(normalizer[1]), borrow(normalizer[2]),
                                 borrow(normalizer[3]))
     targets, target_offsets, symbol = borrow(normalizer[4]), borrow(normalizer[5]), borrow(symbol)
-    units = borrow(units)
+    units, char_nodes = borrow(units), borrow(char_nodes)
     weights, byte_ids = borrow(weights), borrow(byte_ids)
     match_starts, replacement = borrow(match_starts), borrow(REPLACEMENT_BYTES)
     size = (offsets[last] - offsets[first]) * 3 // 2 + 64
@@ -159,7 +268,7 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
             if with_spans:
                 starts_owner, ends_owner = _grown(starts_owner, grown, n_ids), _grown(ends_owner, grown, n_ids)
             ids, starts, ends = borrow(ids_owner), borrow(starts_owner), borrow(ends_owner)
-        _solve_row(text, at, n, units, weights, unk_score, score, route, value)
+        _solve_row(text, at, n, well_formed, units, char_nodes, weights, unk_score, score, route, value)
         # the path backward: each token's start goes to route[its end]'s slot chain; reverse it in
         # place over score's slots (free now) as (end) positions, then emit forward
         k = n
@@ -221,7 +330,8 @@ def encode_unigram_text(data, offsets, normalizer, symbol, collapse, dummy, grow
     bounds = chunk_bounds(np.diff(offsets), per_thread=8)  # as cpu_fallback/tokenizer.py's encoder
     c = np.ascontiguousarray
     common = (tuple(c(a) for a in normalizer), c(symbol), collapse, dummy, growth, match_starts,
-              trie_units(*(np.asarray(a) for a in trie)), c(weights, dtype=np.float64), np.float64(unk_score), np.int32(unk_id),
+              writes_well_formed(normalizer[4], normalizer[5], symbol),
+              *trie_tables(*(np.asarray(a) for a in trie)), c(weights, dtype=np.float64), np.float64(unk_score), np.int32(unk_id),
               bool(byte_fallback), c(byte_ids, dtype=np.int32), bool(with_spans))
 
     def chunk(k: int):

@@ -286,3 +286,20 @@ def test_random_models_fused_staged_and_sentencepiece_agree(tmp_path, seed):
     batch = lines_to_batch("\n".join(texts).encode() + b"\n")
     for be in (get_backend("cpu"), emulated_backend()):
         assert tok._encode_stages_fitting(batch, be, False)[0].to_pylist() == want, be.name
+
+
+def test_malformed_charsmap_targets_fused_as_staged():
+    """A charsmap whose targets are not UTF-8 makes the normalizer write malformed text: the fused
+    row encoder then reads characters with the staged kernels' checks, not from lead bytes alone."""
+    from gpu_text.backend import get_backend
+    from gpu_text.tokenizer import Normalizer, PreTokenizer, UnigramModel
+
+    pieces = ["<unk>", b"a", b"\xe4\xbd", "你", b"\x80a", "▁"]
+    model = UnigramModel(pieces, [0.0, -1.0, -1.0, -2.0, -1.5, -3.0], [2, 1, 1, 1, 1, 1])
+    normalizer = Normalizer("mine", charsmap_pairs=[(b"x", b"\xe4\xbda"), (b"y", b"\x80"), (b"z", b"\xe4")])
+    tok = Unigram(model, normalizer, PreTokenizer("none"))
+    texts = ["xay你x", "yaz你", "zzz", "x y", "你xa"]
+    batch = lines_to_batch("\n".join(texts).encode() + b"\n")
+    fused = tok.encode(batch, backend="cpu", with_offsets=True)
+    staged = tok._encode_stages_fitting(batch, get_backend("cpu"), True)
+    assert [r.to_pylist() for r in staged] == [fused.ids.to_pylist(), fused.starts.to_pylist(), fused.ends.to_pylist()]
