@@ -133,13 +133,13 @@ class _Lattice:
                  codepoints: np.ndarray, piece_pos: np.ndarray, piece_len: np.ndarray, edges: tuple[np.ndarray, ...],
                  values: np.ndarray) -> None:
         self.k = kernels
+        self.pool: concurrent.futures.ThreadPoolExecutor | None = None  # set while training (see _fit)
         self.tok_off, self.weight, self.chars, self.codepoints = tok_off, weight, chars, codepoints
         self.piece_pos, self.piece_len = piece_pos, piece_len
         self.edge_off, self.edge_len, self.edge_piece = edges
         self.score = np.log(values) - math.log(float(values.sum()))
         cut = np.searchsorted(tok_off, np.linspace(0, tok_off[-1], BLOCKS + 1)[1:-1])
         self.blocks = list(zip([0, *cut.tolist()], [*cut.tolist(), tok_off.size - 1]))
-        self.pool = concurrent.futures.ThreadPoolExecutor(min(_threads(), BLOCKS))
 
     def __len__(self) -> int:
         return int(self.score.size)
@@ -285,7 +285,7 @@ class UnigramTrainer(Estimator):
                              reconstruct=self.reconstruct, progress=False, chunk_bytes=self.chunk_bytes,
                              backend=self.backend)
         try:
-            counter._pipeline()
+            counter.count_pre_tokens([])  # checks the normalizer and pre-tokenizer options
         except ValueError as error:
             raise ValueError(str(error).replace("BPETrainer", type(self).__name__)) from None
         return counter
@@ -352,7 +352,8 @@ class UnigramTrainer(Estimator):
         t1 = time.perf_counter()
         target = int(self.vocab_size * DESIRED_VOCAB_FACTOR)
         rounds = []
-        with _progress("EM", self.progress, unit="round") as bar:
+        with _progress("EM", self.progress, unit="round") as bar, \
+                concurrent.futures.ThreadPoolExecutor(min(_threads(), BLOCKS)) as lattice.pool:
             while True:
                 for _ in range(self.num_sub_iterations):
                     expected, likelihood = lattice.e_step()
@@ -363,7 +364,6 @@ class UnigramTrainer(Estimator):
                 if len(lattice) <= target:
                     break
                 lattice.prune(target, float(self.shrinking_factor))
-        lattice.pool.shutdown()
         t2 = time.perf_counter()
         pieces, scores = self._finalize(lattice, required, n_fixed)
         if len(pieces) + n_fixed < self.vocab_size:  # SentencePiece refuses; a smaller model is more useful
