@@ -21,13 +21,6 @@ position ``p`` ends (``p`` itself at an unknown character). No piece crosses a r
 
 An unknown edge (one character, ``unk_score``) is added at a position where no live
 one-character piece starts, as SentencePiece's lattice does.
-
->>> import numpy as np
->>> chars = np.array([0, 1, 0, 1, 0, 1], np.int32)          # "abab" and "ab", as pre-tokens
->>> tok_off = np.array([0, 4, 6], np.int64)
->>> ends = run_ends(chars, tok_off)
->>> ends.tolist()
-[4, 4, 4, 4, 6, 6]
 """
 from __future__ import annotations
 
@@ -43,7 +36,11 @@ NEG_INF = -np.inf
 
 @njit(**JIT)
 def run_ends(chars, tok_off):
-    """Where the run of known characters holding each position ends (see the module docstring)."""
+    """Where the run of known characters holding each position ends (see the module docstring).
+
+    >>> run_ends(np.array([0, 1, -1, 1, 0, 1], np.int32), np.array([0, 4, 6], np.int64)).tolist()  # "ab?b", "ab"
+    [2, 2, 2, 4, 6, 6]
+    """
     out = np.empty(chars.size, np.int64)
     for t in range(tok_off.size - 1):
         end = tok_off[t + 1]
