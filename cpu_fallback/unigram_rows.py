@@ -26,7 +26,7 @@ from .normalizer import REPLACEMENT_BYTES, match_starts_table, normalize_row, tr
 from .utf8 import sequence_at
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def _grown(array, size, keep):
     out = np.empty(size, array.dtype)
     for i in range(keep):  # an explicit loop: a slice copy here compiles for seconds
