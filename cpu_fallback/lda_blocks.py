@@ -13,11 +13,12 @@ are part of the ``lda`` family's CPU ops (``cpu_fallback/lda.py`` re-exports the
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .borrow import borrow
 from .jit import JIT
@@ -109,9 +110,33 @@ class SparseState:
         return out
 
 
-@njit(parallel=True, **JIT)
+@njit(inline="always", **JIT)
+def _sift_down(keys, root, n):
+    while 2 * root + 1 < n:
+        child = 2 * root + 1
+        if child + 1 < n and keys[child + 1] > keys[child]:
+            child += 1
+        if keys[root] >= keys[child]:
+            return
+        keys[root], keys[child] = keys[child], keys[root]
+        root = child
+
+
+@njit(**JIT)
+def _heap_sort(keys, n):
+    """``keys[:n]`` in increasing order (a heap sort: Numba's np.sort and argsort took 1-1.5 s of CPU
+    to compile, and these keys are distinct, so any sort gives the same order)."""
+    for root in range(n // 2 - 1, -1, -1):
+        _sift_down(keys, root, n)
+    for end in range(n - 1, 0, -1):
+        keys[0], keys[end] = keys[end], keys[0]
+        _sift_down(keys, 0, end)
+
+
+@njit(**JIT)
 def _build_lists(counts, offsets, lists, list_counts, nnz, by_count):
-    for row in prange(counts.shape[0]):
+    keys = np.empty(counts.shape[1], np.int64)
+    for row in range(counts.shape[0]):  # once per state, one thread: not worth a parallel loop's compile
         base = offsets[row]
         m = base
         for k in range(counts.shape[1]):
@@ -121,12 +146,13 @@ def _build_lists(counts, offsets, lists, list_counts, nnz, by_count):
                 m += 1
         nnz[row] = m - base
         if by_count and m - base > 1:
-            # decreasing counts, ties by topic (a stable sort of the negated counts)
-            order = np.argsort(-list_counts[base:m], kind="mergesort")
-            topics = lists[base:m][order]
-            values = list_counts[base:m][order]
-            lists[base:m] = topics
-            list_counts[base:m] = values
+            # decreasing counts, ties by topic: one distinct key per entry, (2**31 - count, topic)
+            for e in range(m - base):
+                keys[e] = ((np.int64(1 << 31) - list_counts[base + e]) << 32) | lists[base + e]
+            _heap_sort(keys, m - base)
+            for e in range(m - base):
+                lists[base + e] = keys[e] & 0xFFFFFFFF
+                list_counts[base + e] = np.int64(1 << 31) - (keys[e] >> 32)
 
 
 def _topic_lists(counts: np.ndarray, lengths: np.ndarray,
@@ -410,12 +436,13 @@ def _sparse_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, nk_o, inv_o, coe
         j += U1
 
 
-@njit(parallel=True, **JIT)
+@njit(**JIT)
 def _word_counts(entries, index, n_wk):
     # the sparse sampler keeps a word's counts in its entries only (one row fewer to reach per
-    # token): the dense rows are written from them once per sweep
-    for w in prange(n_wk.shape[0]):
-        n_wk[w, :] = 0
+    # token): the dense rows are written from them when they are read (evaluation, the end)
+    for w in range(n_wk.shape[0]):
+        for k in range(n_wk.shape[1]):
+            n_wk[w, k] = 0
         for m in range(index[w, 0], index[w, 0] + index[w, 1]):
             n_wk[w, entries[m, 0]] = entries[m, 1]
 
@@ -450,39 +477,6 @@ def _dense_cell(lo, hi, words_o, docs_o, index_o, z_o, n_dk_o, n_wk_o, nk_o, inv
         nk[new] += 1
         inv[new] = 1.0 / (np.float64(nk[new]) + vbeta)
         z[j] = new
-
-
-@njit(parallel=True, **JIT)
-def _sparse_sweep(P, cell_offsets, words, docs, index, z, n_dk, n_wk, n_k, nk_local, inv, coef, qcum,
-                  dl, dnnz, doff, we, wix, alpha, ab, beta, vbeta, key, adding, dense):
-    n_topics = n_k.size
-    sizes = np.empty(P, np.int64)
-    for p in range(P):
-        # the sub-pass's cells handed out largest first, so that the last one a thread starts is a
-        # small one (the sub-pass ends when its slowest thread does); cells of one sub-pass share no
-        # document and no word, so their order never changes the result
-        for b in range(P):
-            c = b * P + (b + p) % P
-            sizes[b] = cell_offsets[c + 1] - cell_offsets[c]
-        order = np.argsort(-sizes, kind="mergesort")
-        for i in prange(P):
-            b = order[i]
-            c = b * P + (b + p) % P
-            for k in range(n_topics):
-                nk_local[b, k] = n_k[k]
-            if cell_offsets[c + 1] > cell_offsets[c] and dense:
-                _dense_cell(cell_offsets[c], cell_offsets[c + 1], words, docs, index, z, n_dk, n_wk,
-                            nk_local[b, :n_topics], inv[b], coef[b], alpha, beta, vbeta, key, adding)
-            elif cell_offsets[c + 1] > cell_offsets[c]:
-                _sparse_cell(cell_offsets[c], cell_offsets[c + 1], words, docs, index, z, n_dk,
-                             nk_local[b, :n_topics], inv[b], coef[b], qcum[b], dl, dnnz, doff, we, wix, alpha, ab,
-                             beta, vbeta, key, adding)
-        # merge the cells' topic-total deltas exactly (integers, fixed order)
-        for k in range(n_topics):
-            total = n_k[k]
-            for b in range(P):
-                total += nk_local[b, k] - n_k[k]
-            n_k[k] = total
 
 
 def sample_sparse(state: SparseState, n_dk: np.ndarray, n_wk: np.ndarray, n_k: np.ndarray, alpha: np.ndarray,
@@ -540,20 +534,47 @@ def _sweep_blocks(state: SparseState, n_dk: np.ndarray, n_wk: np.ndarray, n_k: n
         return
     P, n_topics = state.n_partitions, n_k.size
     alpha = np.ascontiguousarray(alpha, np.float64)
+    beta, vbeta, key = np.float64(beta), np.float64(n_wk.shape[0]) * np.float64(beta), np.uint64(key)
     # every cell's scratch rows padded to whole cache lines and one line apart: the cells' threads
     # write them per token, and rows sharing a line would bounce it between cores
     stride = (n_topics + 7) // 8 * 8 + 8
     scratch = np.empty((3, P, stride), np.float64)
     nk_local = np.empty((P, 2 * stride), np.int32)
-    # cells handed to threads one at a time, as they free up (numba's default hands every thread an
-    # equal run of cells up front): a thread slowed down, by a big cell or by another process, then
-    # holds up the sub-pass less. Which thread runs a cell never changes the result.
-    chunk = numba.set_parallel_chunksize(1)
-    try:
-        _sparse_sweep(np.int64(P), state.cell_offsets, state.words, state.docs, state.index, state.topics, n_dk, n_wk,
-                      n_k, nk_local, scratch[0], scratch[1], scratch[2], state.doc_lists, state.doc_nnz,
-                      state.doc_list_offsets, state.word_entries.reshape(-1), state.word_index.reshape(-1), alpha,
-                      alpha * np.float64(beta), np.float64(beta), np.float64(n_wk.shape[0]) * np.float64(beta),
-                      np.uint64(key), bool(initial), bool(dense))
-    finally:
-        numba.set_parallel_chunksize(chunk)
+    offsets = state.cell_offsets
+    if dense:
+        shared = (state.words, state.docs, state.index, state.topics, n_dk, n_wk)
+    else:
+        shared = (state.words, state.docs, state.index, state.topics, n_dk)
+        lists = (state.doc_lists, state.doc_nnz, state.doc_list_offsets, state.word_entries.reshape(-1),
+                 state.word_index.reshape(-1), alpha, alpha * beta, beta, vbeta, key, bool(initial))
+
+    def run(b: int, p: int) -> None:
+        # the cell (document block b, word block (b + p) % P), against its own copy of the topic totals
+        c = b * P + (b + p) % P
+        nk = nk_local[b, :n_topics]
+        nk[:] = n_k
+        if offsets[c + 1] > offsets[c] and dense:
+            _dense_cell(offsets[c], offsets[c + 1], *shared, nk, scratch[0, b], scratch[1, b], alpha, beta, vbeta, key,
+                        bool(initial))
+        elif offsets[c + 1] > offsets[c]:
+            _sparse_cell(offsets[c], offsets[c + 1], *shared, nk, scratch[0, b], scratch[1, b], scratch[2, b], *lists)
+
+    # The cells of a sub-pass handed to threads one at a time, as they free up, largest first, so
+    # that the last one a thread starts is a small one (the sub-pass ends when its slowest thread
+    # does; a thread slowed down by another process then holds it up less). Cells of one sub-pass
+    # share no document and no word, so neither their order nor their thread changes the result.
+    # Python threads over the nogil cell functions, not a prange: the parallel loop took 1.7 s of
+    # CPU to compile, and it compiled both cell samplers where a run uses one.
+    blocks = np.arange(P)
+    n_threads = min(numba.get_num_threads(), P)
+    with ThreadPoolExecutor(n_threads) as pool:
+        for p in range(P):
+            cells = blocks * P + (blocks + p) % P
+            order = np.argsort(offsets[cells] - offsets[cells + 1], kind="stable")
+            if n_threads == 1:
+                for b in order:
+                    run(int(b), p)
+            else:
+                list(pool.map(run, order.tolist(), [p] * P))
+            # the cells' topic-total deltas merged exactly (integers)
+            n_k += (nk_local[:, :n_topics] - n_k).sum(axis=0, dtype=np.int32)
