@@ -18,7 +18,7 @@ from numba import njit, prange
 
 from .borrow import borrow
 from .chunks import chunk_bounds
-from .jit import JIT
+from .jit import INLINE, JIT
 from .merge_tables import char_id_at, lookup, pair_key
 
 SHORT = 64  # parts of at most this many bytes are merged by scanning for the best pair (no heap)
@@ -26,7 +26,7 @@ _BASIS, _PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)  # FNV-
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _merged(merge_keys, merge_ids, left, right):
     """The piece symbols ``left`` and ``right`` join into, or -1."""
     if left < 0 or right < 0:
@@ -34,7 +34,7 @@ def _merged(merge_keys, merge_ids, left, right):
     return lookup(merge_keys, merge_ids, pair_key(left, right))
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _split_chars(data, begin, end, char_keys, char_ids, bmp_ids, sym_start, sym_id):
     """One symbol per character of data[begin:end); returns their number (sym_start[n] = end)."""
     n = 0
@@ -48,7 +48,7 @@ def _split_chars(data, begin, end, char_keys, char_ids, bmp_ids, sym_start, sym_
     return n
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _one_symbol(length, pid, begin, end, symbol, n_pieces):
     """data[begin:end) is one symbol, ``symbol`` (a piece id, or the id of a character that is none)."""
     length[begin] = end - begin
@@ -57,7 +57,7 @@ def _one_symbol(length, pid, begin, end, symbol, n_pieces):
     pid[begin] = symbol if symbol < n_pieces else -1
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _write(length, pid, n_pieces, sym_start, sym_id, n):
     """``length`` and ``pid`` (-1 for a character that is no piece) at each symbol start."""
     for k in range(n):
@@ -95,24 +95,24 @@ def merge_short(end, n, scores, merge_keys, merge_ids, length, pid, sym_start, s
     _write(length, pid, scores.size, sym_start, sym_id, n)
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _before(sa, la, sb, lb):
     return sa > sb or (sa == sb and la < lb)
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _set(heap, hs, i, score, left, size, merged):
     """Heap rows are (left symbol index, bytes of the pair, merged id) in ``heap``, scores in ``hs``."""
     hs[i] = score
     heap[i, 0], heap[i, 1], heap[i, 2] = left, size, merged
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _move(heap, hs, to, source):
     _set(heap, hs, to, hs[source], heap[source, 0], heap[source, 1], heap[source, 2])
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _push(heap, hs, count, score, left, size, merged):
     i = count
     while i > 0:
@@ -125,7 +125,7 @@ def _push(heap, hs, count, score, left, size, merged):
     return count + 1
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _pop(heap, hs, count):
     left, size, merged = heap[0, 0], heap[0, 1], heap[0, 2]
     count -= 1
@@ -145,7 +145,7 @@ def _pop(heap, hs, count):
     return left, size, merged, count
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _offer(scores, merge_keys, merge_ids, sym_start, sym_id, nxt, n, left, heap, hs, count):
     """Push the pair (left, its next symbol) when there is one and they join into a piece."""
     if left < 0 or nxt[left] >= n:
@@ -239,7 +239,7 @@ def merge_long(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_key
     _write(length, pid, scores.size, sym_start, sym_id, live)
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _same(data, a, b, n):
     for k in range(n):
         if data[a + k] != data[b + k]:
@@ -263,7 +263,7 @@ def new_scratch(n):
             np.empty((n, SHORT + 1), np.float32))
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _byte_hash(data, begin, end):
     h = _BASIS
     for k in range(begin, end):
@@ -271,7 +271,7 @@ def _byte_hash(data, begin, end):
     return h
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _memo_find(memo, data, h, begin, n):
     """(slot, position of an earlier copy of data[begin:begin + n) or -1): the copy when the memo has
     one (same hash, length and bytes), else the free slot where this one would go."""
@@ -285,7 +285,7 @@ def _memo_find(memo, data, h, begin, n):
     return slot, -1
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _memo_put(memo, filled, slot, h, begin, n):
     """Remember data[begin:begin + n) at ``slot`` (parts of 2**16 bytes or more are not remembered,
     nor anything once the table is half full); returns the new number of filled rows."""
@@ -295,7 +295,7 @@ def _memo_put(memo, filled, slot, h, begin, n):
     return filled
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, join_keys, join_values,
                      bmp_ids, length, pid, memo, filled, sym_start, sym_id, pair_id, pair_score):
     """Merge the pre-token data[begin:end); returns (memo rows filled, where its symbols are).
@@ -371,7 +371,7 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
     return filled, begin
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def _merge_part(data, begin, end, n_chars, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid,
                 sym_start, sym_id, pair_id, pair_score):
     """Merge the part data[begin:end) of ``n_chars`` characters (their starts, ids and pair pieces in
@@ -382,7 +382,7 @@ def _merge_part(data, begin, end, n_chars, scores, char_keys, char_ids, bmp_ids,
         merge_long(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid)
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _outputs(length, pid, byte_fallback, begin, end):
     """How many ids pre-token data[begin:end) gives (byte fallback, or runs of unknown symbols as one)."""
     tokens = 0
@@ -428,7 +428,7 @@ def _encode_chunks(data, token_starts, token_ends, chunk_bounds, scores, char_ke
     return counts, sources
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def emit_pre_token(data, begin, end, source, byte_ids, unk_id, length, pid, ids, starts, ends, out,
                    spans):
     """Write the ids of pre-token data[begin:end), whose symbols are at ``source``, and (``spans``)

@@ -9,13 +9,13 @@ import numpy as np
 from numba import njit
 
 from .double_array import trie_step, trie_value
-from .jit import JIT
+from .jit import INLINE, JIT
 from .utf8 import sequence_at
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)  # no key is this: 0xFF never starts a character of 4 bytes, ids are < 2**31
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def char_at(data, i, end):
     """(width, packed bytes) of the character at data[i] (a malformed byte is a character of its own)."""
     first = np.uint64(data[i])
@@ -28,7 +28,7 @@ def char_at(data, i, end):
     return max(width, 1), key
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def char_id_at(data, i, end, bmp_ids, char_keys, char_ids):
     """(width, hash key, id or -1) of the character at data[i]: its codepoint and ``bmp_ids`` for a
     well-formed character below U+10000, else its packed bytes and the ``chars`` table (packed keys
@@ -43,12 +43,12 @@ def char_id_at(data, i, end, bmp_ids, char_keys, char_ids):
     return width, key, lookup(char_keys, char_ids, key)
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def pair_key(left, right):
     return (np.uint64(left) << np.uint64(32)) | np.uint64(right)
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _slot(keys, key):
     # SplitMix64's finalizer: packed characters are byte-aligned, so a plain multiply would leave
     # whole bytes of the key out of the slot
@@ -57,7 +57,7 @@ def _slot(keys, key):
     return np.int64((x ^ (x >> np.uint64(31))) & np.uint64(keys.size - 1))
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def lookup(keys, values, key):
     """The value stored under ``key``, or -1."""
     slot = _slot(keys, key)
@@ -70,7 +70,7 @@ def lookup(keys, values, key):
         slot = (slot + 1) & (keys.size - 1)
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def store(keys, values, key, value):
     """Put ``value`` under ``key`` (the caller keeps the table at most half full)."""
     slot = _slot(keys, key)

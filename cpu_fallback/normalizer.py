@@ -13,7 +13,7 @@ from numba import njit, prange
 
 from .chunks import chunk_bounds
 from .double_array import trie_step, trie_value, walk_prefixes
-from .jit import JIT
+from .jit import INLINE, JIT
 from .utf8 import sequence_at
 
 _SPACE = 0x20
@@ -23,7 +23,7 @@ REPLACEMENT_BYTES = np.frombuffer("\ufffd".encode(), np.uint8).copy()
 _FROM_TARGETS, _FROM_DATA, _FROM_REPLACEMENT = 0, 1, 2
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def _step(state, check, label, eow, target_offsets, data, i, end, none, match_starts):
     """The step at data[i]: (bytes consumed, where its output is, output start, output end).
     ``none``: an empty array for walk_prefixes' unused outputs (allocated once per string, not per step).
@@ -39,7 +39,7 @@ def _step(state, check, label, eow, target_offsets, data, i, end, none, match_st
     return 1, _FROM_REPLACEMENT, 0, 3
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _char_step(state, check, label, eow, target_offsets, data, i, end, none, match_starts):
     """:func:`_step` at a character of 2 or 3 bytes, from the code point table when it decides
     (no trie walk: the charsmap's trie is megabytes, and every step of a walk may miss the cache)."""
@@ -53,7 +53,7 @@ def _char_step(state, check, label, eow, target_offsets, data, i, end, none, mat
     return _step(state, check, label, eow, target_offsets, data, i, end, none, match_starts)
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _byte(source, p, targets, data, replacement):
     # the buffers may differ in type (read-only input), so they are not returned from _step
     if source == _FROM_TARGETS:
@@ -63,7 +63,7 @@ def _byte(source, p, targets, data, replacement):
     return replacement[p]
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _put_symbol(symbol, origin, out, align, at, n, write, aligned):
     """The space symbol at out[at + n:] (when ``write``; its origin in ``align`` when ``aligned``)."""
     for k in range(symbol.size):
@@ -75,7 +75,7 @@ def _put_symbol(symbol, origin, out, align, at, n, write, aligned):
     return n
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _copy_char(data, i, width, begin, out, align, at, n, write, aligned):
     """The character data[i:i + width] at out[at + n:] as it is (when ``write``; its origin when
     ``aligned`` too); returns the new length."""
@@ -149,7 +149,7 @@ def normalize_row(state, check, label, eow, targets, target_offsets, data, begin
     return n
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def trim_symbols(out, at, n, symbol):
     """The length of out[at:at + n] without its trailing space symbols."""
     m = symbol.size
@@ -179,7 +179,7 @@ def _rows(state, check, label, eow, targets, target_offsets, data, offsets, symb
     return lengths
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _no_match_at(starts, data, i, end):
     """True when no map entry matches at data[i] (the common case, decided by table lookups).
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .jit import JIT
+from .jit import INLINE, JIT
 from .utf8 import CLASS_SPACE, class_of, sequence_at
 
 # Symbols: OTHER 0, SPACE (the space symbol) 1, DIGIT 2, ALPHA 3, HAN 4 as the character classes,
@@ -18,7 +18,7 @@ N_SYMBOLS = 6
 SYMBOL_SPACE, SYMBOL_APOSTROPHE = 1, 5
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def _symbol_at(data, p, end, space):
     """(symbol, byte length) of the character at p; malformed bytes are one OTHER character."""
     n, cp = sequence_at(data, p, end)
@@ -46,7 +46,7 @@ def _cuts(data, offsets, joinable, space):
     return cuts
 
 
-@njit(inline="always", **JIT)
+@njit(**INLINE)
 def next_pre_token(data, p, end, table, accepting, space):
     """(symbol of its first character, end) of the pre-token starting at data[p]: the longest
     accepted DFA match, or the first character alone."""

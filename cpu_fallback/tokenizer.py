@@ -28,7 +28,7 @@ from .normalizer import REPLACEMENT_BYTES, match_starts_table, normalize_row, tr
 from .pre_tokenizer import next_pre_token
 from .utf8 import sequence_at
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def _grown(array, size, keep):
     out = np.empty(size, array.dtype)
     for i in range(keep):  # not out[:keep] = array[:keep]: that statement alone compiles for seconds
@@ -36,7 +36,7 @@ def _grown(array, size, keep):
     return out
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def _next_symbol(text, p, end, symbols):
     """(start, end, id) of the first user-defined symbol at a character at or after p (the longest
     there), or (end, end, -1)."""
@@ -66,7 +66,7 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
     char_keys, char_ids, merge_keys, merge_ids = borrow(char_keys), borrow(char_ids), borrow(merge_keys), borrow(
         merge_ids)
     join_keys, join_values, bmp_ids = borrow(join_keys), borrow(join_values), borrow(bmp_ids)
-    memo, filled = borrow(memo), 0
+    memo = borrow(memo)
     state, check, label, eow = (borrow(normalizer[0]), borrow(normalizer[1]), borrow(normalizer[2]),
                                 borrow(normalizer[3]))
     targets, target_offsets, symbol = borrow(normalizer[4]), borrow(normalizer[5]), borrow(symbol)
@@ -88,7 +88,7 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
     # typed values, not literals, wherever they reach a jitted call: Numba compiles a callee once
     # per distinct literal argument (normalize_row three times over, with literal 0/False/True)
     zero, no, yes = np.int64(0), np.bool_(False), np.bool_(True)
-    at = n_ids = zero
+    at = n_ids = filled = zero
     for r in range(first, last):
         begin, end = offsets[r], offsets[r + 1]
         if at + symbol.size + growth * (end - begin) + 1 > text.size:  # maybe too small: count exactly
