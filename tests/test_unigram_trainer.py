@@ -85,7 +85,7 @@ def test_max_piece_length_and_coverage():
 
 def test_round_trip(fitted):
     tok = fitted.tokenizer_
-    texts = ["the lazy fox", "我们喜欢自然语言", "unseen ☃ chars 😀 and  double  spaces ", "", "2024"]
+    texts = ["the lazy fox", "我们喜欢自然语言", "unseen ☃ chars 😀 and  double  spaces ", "", "2024", "nul\x00"]
     ids = tok.encode(texts).ids.to_pylist()
     normalized = tok.normalizer.normalize_strings(texts)
     assert [tok.decode(row) for row in ids] == [n.replace("▁", " ") for n in normalized]
@@ -126,6 +126,12 @@ def test_bad_parameters(kwargs, name):
 def test_text_too_small_for_the_vocabulary():
     with pytest.warns(UserWarning, match="fewer than vocab_size 400"):
         assert len(trainer(vocab_size=400).fit_texts(["abc abd abc"]).model_) < 400
+
+
+def test_nul_is_left_to_byte_fallback():
+    tok = trainer(vocab_size=262).fit_texts(["a\x00b a\x00b"]).tokenizer_
+    assert not any("\x00" in p for p in tok.model.pieces[259:])
+    assert tok.decode(tok.encode(["a\x00b"]).ids.to_pylist()[0]) == "a\x00b"
 
 
 def test_too_small_for_the_characters():

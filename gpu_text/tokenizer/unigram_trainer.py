@@ -399,6 +399,7 @@ class UnigramTrainer(Estimator):
         position_weight = np.repeat(weight, lengths)
         freq = np.bincount(inverse, weights=position_weight, minlength=distinct.size)
         order = np.lexsort((distinct, -freq))
+        order = order[distinct[order] != 0]  # no piece may hold NUL (the trie's terminator): bytes cover it
         covered_before = np.cumsum(freq[order]) - freq[order]
         n_required = int(np.count_nonzero(covered_before / freq.sum() < self.character_coverage))
         char_id = np.full(distinct.size, -1, np.int64)
