@@ -10,10 +10,10 @@
 // fallback edge only at a character where no edge of exactly that character starts) and
 // GT_LATTICE_FLOAT32 (every path score is rounded to float before it is compared and kept, as
 // SentencePiece's float best_path_score; its ids agree with this on ties, not with a double
-// comparison). One thread per span:
-// its work is linear in the span's bytes plus its edges (a 1 MB pre-token is about 1 M steps on
-// one thread); spans of a batch run in parallel. Character starts follow utf8_sequence_at (a
-// malformed byte is one character), as the prefix search does.
+// comparison). One thread per span shorter than long_bytes: its work is linear in the span's bytes
+// plus its edges; spans of a batch run in parallel. Longer spans (a 1 MB pre-token) are cut into
+// pieces of about a chunk solved on their own threads (the end of the file). Character starts
+// follow utf8_sequence_at (a malformed byte is one character), as the prefix search does.
 #include "utf8.cuh"
 #include "step_counter.cuh"
 
@@ -34,10 +34,11 @@ lattice_route(const u8* __restrict__ data, const i64* __restrict__ span_starts, 
               const int* __restrict__ edge_values, const i64* __restrict__ span_edge_offsets,
               const double* __restrict__ weights, double fallback_weight, i64 max_edges_per_start,
               i64 mode, const i64* __restrict__ scratch_offsets, double* __restrict__ score, i64* __restrict__ route,
-              int* __restrict__ value, i64* __restrict__ token_counts) {
+              int* __restrict__ value, i64* __restrict__ token_counts, i64 long_bytes) {
     const i64 s = global_thread_index();
     if (s >= n_spans) return;
     const i64 begin = span_starts[s], end = span_ends[s], n = end - begin, row = scratch_offsets[s];
+    if (long_bytes > 0 && n >= long_bytes) return;  // in pieces (lattice_pieces ...)
     double* sc = score + row;
     i64* rt = route + row;
     int* va = value + row;
@@ -94,9 +95,9 @@ extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 lattice_emit(const i64* __restrict__ span_starts, const i64* __restrict__ span_ends, i64 n_spans,
              const i64* __restrict__ scratch_offsets, const i64* __restrict__ route, const int* __restrict__ value,
              const i64* __restrict__ token_offsets, i64* __restrict__ starts, i64* __restrict__ ends,
-             int* __restrict__ values) {
+             int* __restrict__ values, i64 long_bytes) {
     const i64 s = global_thread_index();
-    if (s >= n_spans) return;
+    if (s >= n_spans || (long_bytes > 0 && span_ends[s] - span_starts[s] >= long_bytes)) return;
     const i64 begin = span_starts[s], row = scratch_offsets[s];
     i64 out = token_offsets[s + 1];
     for (i64 k = span_ends[s] - begin; k > 0;) {  // backward from the end: the last token first
@@ -106,5 +107,574 @@ lattice_emit(const i64* __restrict__ span_starts, const i64* __restrict__ span_e
         ends[out] = begin + k;
         values[out] = value[row + k];
         k = start;
+    }
+}
+
+// ------------------------------------------------------------ long spans in pieces
+// A span of at least long_bytes bytes (a Chinese line as one pre-token, 'a' * 2^20) is cut where no
+// edge crosses: every path passes such a cut point c, so the best paths past c depend on the span's
+// start only through the score at c (the head of the piece after c), and a piece is solved alone
+// given its head. The span's first piece has head 0: exact. Each other piece gets a table, as
+// segment.cu's pieces do (there backward, here forward): solved from heads next to an estimate of
+// its exact head (the earlier pieces' values from head 0 added up), one per residue class of heads
+// modulo 2 u_top (u_top the spacing of the highest binade its scores reach; in float32 mode the
+// float's spacing), with every score kept more than a margin from its binade's edges, each
+// addition (and float rounding) shifts by exactly what the head shifts, ties included, so the
+// piece's choices and its value minus its head hold for every head of that class near the
+// estimate. Kernels (all per-thread work about a chunk, or a step per piece of the span):
+//   lattice_cuts      per anchor (every chunk_bytes-th byte): the first cut point at or after it in
+//                     its long span, within one chunk (edges by start; their running maximum end).
+//   lattice_pieces    per piece: a long span's start or an anchor's cut to the next cut or the span's
+//                     end; the first piece solved exactly, the others from head 0 (value, range).
+//   lattice_settle    per (piece, class): the estimate (a step per earlier piece), one class solve.
+//   lattice_resolve   per long span: from its start, each piece's exact head by its table (a step per
+//                     piece), an exact solve where no valid entry exists.
+//   lattice_finish    per piece: the exact solve from its exact head (table-settled pieces), and its
+//                     token count (the route followed back from its end to its start).
+//   lattice_emit_pieces  per piece: its tokens after the earlier pieces' (a step per earlier piece).
+#define GT_LSLOT_I 9  // start, end, next, previous, state, span, tokens, head binade, classes
+#define GT_LSLOT_F 17 // value from head 0, lowest, highest, estimate, error, exact head, delta per class,
+                      // a split piece's part after the zone: head estimate, error; the rough delta
+#define GT_LCLASSES 8
+#define GT_LRING 64
+#define GT_LSLOT_EXACT 1
+#define GT_LSLOT_PENDING 2
+#define GT_LSLOT_CERTAIN 3
+
+struct LatticeArgs {
+    const u8* data;
+    const i64* span_starts;
+    const i64* span_ends;
+    const i64* edge_starts;
+    const i64* edge_ends;
+    const int* edge_values;
+    const i64* span_edge_offsets;
+    const double* weights;
+    double fallback_weight;
+    i64 max_edges_per_start;
+    i64 mode;
+};
+
+__device__ __forceinline__ int lattice_binade(double x) {
+    int e;
+    frexp(x, &e);
+    return e;
+}
+
+__device__ __forceinline__ bool lattice_exact_sum(double a, double b, double sum) {
+    const double bb = sum - a;
+    return (a - (sum - bb)) + (b - bb) == 0.0;
+}
+
+// The first edge of span s starting at or after p (edges of a span are ordered by start).
+__device__ __forceinline__ i64 first_edge_from(const LatticeArgs& g, i64 s, i64 p) {
+    i64 lo = g.span_edge_offsets[s], hi = g.span_edge_offsets[s + 1];
+    while (lo < hi) {
+        const i64 mid = lo + (hi - lo) / 2;
+        if (g.edge_starts[mid] < p) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+__device__ __forceinline__ int char_length(const u8* data, i64 p, i64 end) {
+    u32 cp;
+    const int length = utf8_sequence_at(data + p, end - p, &cp);
+    return length < 1 ? 1 : length;
+}
+
+// lattice_route's pass over the piece [a, b) of span s (begin its start) from `head` at a, exactly,
+// into the span's scratch rows (positions after a; a's own entries are the previous piece's).
+__device__ void lattice_solve(const LatticeArgs& g, i64 s, i64 begin, i64 a, i64 b, double head, double* sc,
+                              i64* rt, int* va) {
+    for (i64 k = a - begin + (a == begin ? 0 : 1); k <= b - begin; ++k) {
+        GT_STEP();
+        sc[k] = GT_LATTICE_NEG_INF;
+        rt[k] = k;
+        va[k] = -1;
+    }
+    if (a == begin) sc[0] = head;
+    const i64 e_hi = g.span_edge_offsets[s + 1];
+    const bool only_if_no_char = (g.mode & GT_LATTICE_FALLBACK_IF_NO_CHAR) != 0;
+    i64 e = first_edge_from(g, s, a);
+    for (i64 p = a; p < b;) {
+        GT_STEP();
+        const int length = char_length(g.data, p, b);
+        const double here = p == a ? head : sc[p - begin];
+        const i64 stop = p + length - begin;
+        const double fallback = lattice_kept(here + g.fallback_weight, g.mode);
+        if (!only_if_no_char && fallback > sc[stop]) {
+            sc[stop] = fallback;
+            rt[stop] = p - begin;
+            va[stop] = -1;
+        }
+        while (e < e_hi && g.edge_starts[e] < p) ++e;
+        i64 taken = 0;
+        bool char_edge = false;
+        for (; e < e_hi && g.edge_starts[e] == p; ++e, ++taken) {
+            GT_STEP();
+            if (g.max_edges_per_start > 0 && taken >= g.max_edges_per_start) continue;
+            const i64 to = g.edge_ends[e] - begin;
+            char_edge |= to == stop;
+            const double candidate = lattice_kept(here + g.weights[g.edge_values[e]], g.mode);
+            if (candidate > sc[to]) {
+                sc[to] = candidate;
+                rt[to] = p - begin;
+                va[to] = g.edge_values[e];
+            }
+        }
+        if (only_if_no_char && !char_edge && fallback > sc[stop]) {
+            sc[stop] = fallback;
+            rt[stop] = p - begin;
+            va[stop] = -1;
+        }
+        p += length;
+    }
+}
+
+// The score at b of the piece [a, b) of span s from `head`, the same arithmetic keeping only a ring of
+// the next GT_LRING scores (NaN when an edge is GT_LRING bytes or longer). With margin >= 0, *ok
+// (or null) turns false when a score comes within `margin` of its binade's edges or lies above
+// binade e_top; `range` (or null) gets the lowest and highest finite score.
+__device__ double lattice_values(const LatticeArgs& g, i64 s, i64 a, i64 b, double head, double margin, int e_top,
+                                 double* range, bool* ok = nullptr) {
+    double ring[GT_LRING];
+    for (int k = 0; k < GT_LRING; ++k) ring[k] = GT_LATTICE_NEG_INF;
+    ring[a & (GT_LRING - 1)] = head;
+    bool fine = true;
+    auto keep = [&](i64 to, double v) {
+        if (v == GT_LATTICE_NEG_INF) return;
+        if (range) {
+            range[0] = v < range[0] ? v : range[0];
+            range[1] = v > range[1] ? v : range[1];
+        }
+        if (margin >= 0.0) {
+            const double size = fabs(v);
+            const int e = lattice_binade(v);
+            fine &= size > 0.0 && e <= e_top && size - ldexp(1.0, e - 1) > margin && ldexp(1.0, e) - size > margin;
+        }
+        double* slot = ring + (to & (GT_LRING - 1));
+        *slot = v > *slot ? v : *slot;
+    };
+    const i64 e_hi = g.span_edge_offsets[s + 1];
+    const bool only_if_no_char = (g.mode & GT_LATTICE_FALLBACK_IF_NO_CHAR) != 0;
+    i64 e = first_edge_from(g, s, a);
+    for (i64 p = a; p < b;) {
+        GT_STEP();
+        const int length = char_length(g.data, p, b);
+        const double here = ring[p & (GT_LRING - 1)];
+        for (int k = 0; k < length; ++k) ring[(p + k) & (GT_LRING - 1)] = GT_LATTICE_NEG_INF;  // now p + k + 64's
+        const double fallback = lattice_kept(here + g.fallback_weight, g.mode);
+        if (!only_if_no_char) keep(p + length, fallback);
+        while (e < e_hi && g.edge_starts[e] < p) ++e;
+        i64 taken = 0;
+        bool char_edge = false;
+        for (; e < e_hi && g.edge_starts[e] == p; ++e, ++taken) {
+            GT_STEP();
+            if (g.max_edges_per_start > 0 && taken >= g.max_edges_per_start) continue;
+            if (g.edge_ends[e] - p >= GT_LRING) {
+                if (ok) *ok = false;
+                return nan("");
+            }
+            char_edge |= g.edge_ends[e] == p + length;
+            keep(g.edge_ends[e], lattice_kept(here + g.weights[g.edge_values[e]], g.mode));
+        }
+        if (only_if_no_char && !char_edge) keep(p + length, fallback);
+        p += length;
+    }
+    if (ok) *ok = fine;
+    return ring[b & (GT_LRING - 1)];
+}
+
+// The crossing of a piece whose scores cross the binade edge `edge` (|score| = edge), from `head`:
+// *c1 the last cut point (no edge crosses it; a is one) before the first start relaxing a score not
+// below edge - margin, *c2 the first cut point after the last start relaxing a score not above
+// edge + margin (or b) and *at_c2 the score there (*c1 = *c2 = -1 when no score comes near or an
+// edge is too long). Per thread: the piece's bytes and edges, once.
+__device__ void lattice_zone(const LatticeArgs& g, i64 s, i64 a, i64 b, double head, double edge, double margin,
+                             i64* c1, i64* c2, double* at_c2) {
+    double ring[GT_LRING];
+    for (int k = 0; k < GT_LRING; ++k) ring[k] = GT_LATTICE_NEG_INF;
+    ring[a & (GT_LRING - 1)] = head;
+    *c1 = a;
+    *c2 = -1;
+    bool seen = fabs(head) >= edge - margin;
+    i64 reach = a;
+    const i64 e_hi = g.span_edge_offsets[s + 1];
+    const bool only_if_no_char = (g.mode & GT_LATTICE_FALLBACK_IF_NO_CHAR) != 0;
+    i64 e = first_edge_from(g, s, a);
+    for (i64 p = a; p < b;) {
+        GT_STEP();
+        const int length = char_length(g.data, p, b);
+        const double here = ring[p & (GT_LRING - 1)];
+        for (; e < e_hi && g.edge_starts[e] < p; ++e) reach = g.edge_ends[e] > reach ? g.edge_ends[e] : reach;
+        if (p > a && reach <= p) {  // a cut point
+            if (!seen) {
+                *c1 = p;
+            } else if (*c2 < 0 && fabs(here) > edge + margin) {
+                *c2 = p;
+                *at_c2 = here;
+            }
+        }
+        for (int k = 0; k < length; ++k) ring[(p + k) & (GT_LRING - 1)] = GT_LATTICE_NEG_INF;
+        bool not_below = false, not_above = false;
+        auto keep = [&](i64 to, double v) {
+            if (v == GT_LATTICE_NEG_INF) return;
+            not_below |= fabs(v) >= edge - margin;
+            not_above |= fabs(v) <= edge + margin;
+            double* slot = ring + (to & (GT_LRING - 1));
+            *slot = v > *slot ? v : *slot;
+        };
+        const double fallback = lattice_kept(here + g.fallback_weight, g.mode);
+        if (!only_if_no_char) keep(p + length, fallback);
+        i64 taken = 0;
+        bool char_edge = false;
+        for (; e < e_hi && g.edge_starts[e] == p; ++e, ++taken) {
+            GT_STEP();
+            reach = g.edge_ends[e] > reach ? g.edge_ends[e] : reach;
+            if (g.max_edges_per_start > 0 && taken >= g.max_edges_per_start) continue;
+            if (g.edge_ends[e] - p >= GT_LRING) {
+                *c1 = *c2 = -1;
+                return;
+            }
+            char_edge |= g.edge_ends[e] == p + length;
+            keep(g.edge_ends[e], lattice_kept(here + g.weights[g.edge_values[e]], g.mode));
+        }
+        if (only_if_no_char && !char_edge) keep(p + length, fallback);
+        seen |= not_below;
+        if (seen && not_above) *c2 = -1;
+        p += length;
+    }
+    if (!seen) {
+        *c1 = *c2 = -1;
+    } else if (*c2 < 0) {
+        *c2 = b;
+        *at_c2 = ring[b & (GT_LRING - 1)];
+    }
+}
+
+// The span holding byte pos among spans sorted by start (-1 when none holds it).
+__device__ __forceinline__ i64 span_of(const LatticeArgs& g, i64 n_spans, i64 pos) {
+    i64 lo = 0, hi = n_spans;
+    while (lo < hi) {
+        const i64 mid = lo + (hi - lo) / 2;
+        if (g.span_starts[mid] <= pos) lo = mid + 1; else hi = mid;
+    }
+    return lo > 0 && pos < g.span_ends[lo - 1] ? lo - 1 : -1;
+}
+
+#define LATTICE_ARGS                                                                                        \
+    const u8 *__restrict__ data, const i64 *__restrict__ span_starts, const i64 *__restrict__ span_ends,    \
+        i64 n_spans, const i64 *__restrict__ edge_starts, const i64 *__restrict__ edge_ends,                 \
+        const int *__restrict__ edge_values, const i64 *__restrict__ span_edge_offsets,                      \
+        const double *__restrict__ weights, double fallback_weight, i64 max_edges_per_start, i64 mode
+#define LATTICE_G                                                                                           \
+    const LatticeArgs g = {data, span_starts, span_ends, edge_starts, edge_ends, edge_values, span_edge_offsets, \
+                           weights, fallback_weight, max_edges_per_start, mode}
+
+// Per thread: one edge: marks its span when it is GT_LRING bytes or longer (such spans are not cut:
+// lattice_cuts looks back GT_LRING bytes for the edges crossing a candidate, as the class solves do).
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+lattice_long_edges(const i64* __restrict__ edge_starts, const i64* __restrict__ edge_ends, i64 n_edges,
+                   const i64* __restrict__ span_edge_offsets, i64 n_spans, int* __restrict__ long_edge) {
+    const i64 e = global_thread_index();
+    if (e >= n_edges || edge_ends[e] - edge_starts[e] < GT_LRING) return;
+    i64 lo = 0, hi = n_spans;  // the span whose edges hold e: the last s with span_edge_offsets[s] <= e
+    while (hi - lo > 1) {
+        const i64 mid = lo + (hi - lo) / 2;
+        if (span_edge_offsets[mid] <= e) lo = mid; else hi = mid;
+    }
+    atomicOr(long_edge + lo, 1);
+}
+
+// Per thread: one anchor; at most a chunk of character starts past it and the edges starting there
+// or up to GT_LRING bytes before.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+lattice_cuts(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, const int* __restrict__ long_edge,
+             i64* __restrict__ cuts, i64* __restrict__ cut_spans, i64* __restrict__ slot_i) {
+    const i64 j = global_thread_index();
+    if (j >= n_anchors) return;
+    LATTICE_G;
+    cuts[j] = -1;
+    slot_i[GT_LSLOT_I * j + 4] = 0;
+    slot_i[GT_LSLOT_I * (n_anchors + j) + 4] = 0;
+    const i64 anchor = j * chunk_bytes;
+    const i64 s = span_of(g, n_spans, anchor);
+    if (s < 0) return;
+    const i64 begin = span_starts[s], end = span_ends[s];
+    if (end - begin < long_bytes || anchor <= begin || long_edge[s]) return;
+    const i64 e_hi = span_edge_offsets[s + 1];
+    i64 p = anchor;
+    while (p < end && !utf8_starts_char(data, p, begin, end)) ++p;
+    i64 e = first_edge_from(g, s, p - GT_LRING), reach = 0;  // edges before e start before p
+    const i64 stop = anchor + chunk_bytes < end ? anchor + chunk_bytes : end;
+    while (p < stop) {
+        GT_STEP();
+        for (; e < e_hi && edge_starts[e] < p; ++e) {
+            GT_STEP();
+            reach = edge_ends[e] > reach ? edge_ends[e] : reach;
+        }
+        if (reach <= p) {
+            cuts[j] = p;
+            cut_spans[j] = s;
+            return;
+        }
+        p += char_length(data, p, end);
+    }
+}
+
+// Per thread: one piece (grid-stride over the spans, then the anchors). Work: its bytes and edges,
+// once (and the anchors it passes without a cut).
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+lattice_pieces(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, const i64* __restrict__ cuts,
+               const i64* __restrict__ cut_spans, const i64* __restrict__ scratch_offsets, u64* __restrict__ counter,
+               i64* __restrict__ slot_i, double* __restrict__ slot_f, double* __restrict__ score,
+               i64* __restrict__ route, int* __restrict__ value) {
+    LATTICE_G;
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 r = global_thread_index(); r < n_spans + n_anchors; r += stride) {
+        const bool span_start = r < n_spans;
+        const i64 s = span_start ? r : cut_spans[r - n_spans];
+        if (span_start ? span_ends[s] - span_starts[s] < long_bytes : cuts[r - n_spans] < 0) continue;
+        const i64 begin = span_starts[s], end = span_ends[s];
+        const i64 a = span_start ? begin : cuts[r - n_spans];
+        i64 next = -1, b = end;
+        for (i64 k = span_start ? (a + chunk_bytes - 1) / chunk_bytes : r - n_spans + 1;
+             k < n_anchors && k * chunk_bytes < end; ++k) {
+            GT_STEP();
+            if (cuts[k] >= 0 && cut_spans[k] == s) {
+                next = k;
+                b = cuts[k];
+                break;
+            }
+        }
+        const i64 slot = span_start ? n_anchors + (i64)atomicAdd(counter, 1ull) : r - n_spans;
+        i64* fields = slot_i + GT_LSLOT_I * slot;
+        double* floats = slot_f + GT_LSLOT_F * slot;
+        fields[0] = a;
+        fields[1] = b;
+        fields[2] = next;
+        fields[5] = s;
+        if (span_start) fields[3] = -1;
+        if (next >= 0) slot_i[GT_LSLOT_I * next + 3] = slot;
+        const i64 row = scratch_offsets[s];
+        if (span_start) {  // head 0: exact
+            lattice_solve(g, s, begin, a, b, 0.0, score + row, route + row, value + row);
+            floats[0] = floats[1] = score[row + b - begin];
+            floats[2] = 0.0;
+            fields[4] = GT_LSLOT_EXACT;
+        } else {
+            floats[1] = floats[2] = 0.0;
+            floats[0] = lattice_values(g, s, a, b, 0.0, -1.0, 0, floats + 1);
+            fields[4] = GT_LSLOT_PENDING;
+        }
+    }
+}
+
+// Per thread: one pending piece: the earlier pieces' values from head 0 added up (a step per earlier
+// piece) give a rough estimate of its head, and one solve from there its rough delta, its value minus
+// its head computed in (about) the right binades, so with (about) the same roundings as the exact
+// one: float32 sums round each word's weight the same way at a given spacing, so the head-0 values
+// drift from the exact ones by a bias per word, which the rough deltas do not have.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+lattice_estimate(LATTICE_ARGS, i64 n_slots, const i64* __restrict__ slot_i, double* __restrict__ slot_f) {
+    const i64 k = global_thread_index();
+    if (k >= n_slots) return;
+    const i64* fields = slot_i + GT_LSLOT_I * k;
+    double* floats = slot_f + GT_LSLOT_F * k;
+    if (fields[4] == GT_LSLOT_EXACT) floats[16] = floats[0];  // the first piece: its exact value
+    if (fields[4] != GT_LSLOT_PENDING) return;
+    LATTICE_G;
+    double rough = 0.0;
+    for (i64 t = fields[3]; t >= 0; t = slot_i[GT_LSLOT_I * t + 3]) {
+        GT_STEP();
+        rough += slot_f[GT_LSLOT_F * t];
+    }
+    floats[16] = lattice_values(g, fields[5], fields[0], fields[1], rough, -1.0, 0, nullptr) - rough;
+}
+
+// Per thread: one class of one pending piece (thread k * GT_LCLASSES + c): the earlier pieces' rough
+// deltas (a step each) for the estimate of its head, and at most two values-only solves of parts of it.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+lattice_settle(LATTICE_ARGS, i64 n_slots, const i64* __restrict__ slot_i, double* __restrict__ slot_f,
+               i64* __restrict__ class_i) {
+    const i64 thread = global_thread_index();
+    const i64 k = thread / GT_LCLASSES;
+    const int c = (int)(thread % GT_LCLASSES);
+    if (k >= n_slots || slot_i[GT_LSLOT_I * k + 4] != GT_LSLOT_PENDING) return;
+    LATTICE_G;
+    const i64* fields = slot_i + GT_LSLOT_I * k;
+    double* floats = slot_f + GT_LSLOT_F * k;
+    const i64 a = fields[0], b = fields[1], s = fields[5];
+    const int precision = (mode & GT_LATTICE_FLOAT32) ? 24 : 53;
+    double estimate = 0.0, earlier_pieces = 0.0, earlier_bytes = 0.0;
+    for (i64 t = fields[3]; t >= 0; t = slot_i[GT_LSLOT_I * t + 3]) {
+        GT_STEP();
+        estimate += slot_f[GT_LSLOT_F * t + 16];
+        earlier_bytes += (double)(slot_i[GT_LSLOT_I * t + 1] - slot_i[GT_LSLOT_I * t]);
+        earlier_pieces += 1.0;
+    }
+    // The rough deltas differ from the exact ones only where a piece's roundings differ: near binade
+    // edges, ties and near-ties. The error taken for them is what the tables assume, and
+    // lattice_resolve checks it (an exact solve where it does not hold): in doubles a bound of every
+    // rounding (far below the scores' spacing, so harmless), in float32 a few dozen of the spacings
+    // at the head (a bound of every rounding there would span binades).
+    const double at = fabs(estimate) + fabs(floats[1]) + 1.0;
+    const double error = precision == 53
+        ? (2.0 * earlier_bytes + 3.0 * earlier_pieces + 2.0) * at * ldexp(1.0, 2 - precision)
+        : (64.0 + 8.0 * sqrt(earlier_pieces)) * ldexp(1.0, lattice_binade(at) - precision);
+    const double low = fabs(estimate) - error, high = fabs(estimate) + error;
+    const int e_head = lattice_binade(low);
+    const int e_top = lattice_binade(fabs(estimate) - floats[1] + error + 1.0);  // the largest score's binade
+    const double unit = ldexp(1.0, e_head - precision), top = ldexp(1.0, e_top - precision);
+    int classes = low > 0.0 && e_top >= e_head && e_top - e_head <= 2 ? 1 << (e_top - e_head + 1) : 0;
+    // A piece (or its head) near one binade edge is split where its scores come near it: a table for
+    // the part before (none when the head is near), the zone after it solved exactly by
+    // lattice_resolve (a few characters), a table for the part after (none when the zone reaches b).
+    // Every class thread computes the same split.
+    i64 c1 = -1, c2 = -1;
+    double at_c2 = 0.0;
+    const double error2 = 2.0 * error + 64.0 * top;
+    const bool head_near = lattice_binade(high) != e_head;
+    if (classes == 4 || (head_near && e_top == e_head + 1)) {
+        lattice_zone(g, s, a, b, estimate, ldexp(1.0, e_head), error2 + 8.0 * top, &c1, &c2, &at_c2);
+        if (c1 < 0 || (c2 < b && lattice_binade(at_c2) != e_top) || (head_near && c1 != a)) c1 = c2 = -1;
+        classes = c1 < 0 ? 0 : 2;
+    } else if (head_near) {
+        classes = 0;
+    }
+    const double base = classes ? floor(estimate / (classes * unit)) * (classes * unit) : 0.0;  // class 0
+    if (classes && c1 != a && (lattice_binade(base) != e_head || lattice_binade(base + (classes - 1) * unit) != e_head))
+        classes = 0;
+    if (c == 0) {
+        floats[3] = estimate;
+        floats[4] = error;
+        floats[14] = at_c2;
+        floats[15] = error2;
+        class_i[4 * k] = e_head;
+        class_i[4 * k + 1] = classes;
+        class_i[4 * k + 2] = classes ? c1 : -1;
+        class_i[4 * k + 3] = classes ? c2 : -1;
+    }
+    if (c >= classes) return;
+    const bool split = c1 >= 0;
+    if (!split || c1 > a) {  // the table of the piece, or of its part before the zone
+        const double head = base + c * unit;  // of class c
+        bool ok = false;
+        const double v = lattice_values(g, s, a, split ? c1 : b, head, error + classes * unit + 2.0 * (split ? unit : top),
+                                        split ? e_head : e_top, nullptr, &ok);
+        const double delta = v - head;
+        floats[6 + c] = ok && v != GT_LATTICE_NEG_INF && lattice_exact_sum(v, -head, delta) ? delta : nan("");
+    }
+    if (split && c2 < b) {  // the part after the zone: two classes of its head's binade
+        const double head = floor(at_c2 / (2.0 * top)) * (2.0 * top) + c * top;
+        bool ok = false;
+        const double v = lattice_binade(head) == e_top
+            ? lattice_values(g, s, c2, b, head, error2 + 4.0 * top, e_top, nullptr, &ok) : nan("");
+        const double delta = v - head;
+        floats[8 + c] = ok && v != GT_LATTICE_NEG_INF && lattice_exact_sum(v, -head, delta) ? delta : nan("");
+    }
+}
+
+// Per thread: one long span: its pieces (a step each) and an exact solve of each piece without a
+// valid table entry; each other piece's exact head goes to slot_f for lattice_finish.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+lattice_resolve(LATTICE_ARGS, i64 n_anchors, const u64* __restrict__ counter, const i64* __restrict__ scratch_offsets,
+                i64* __restrict__ slot_i, double* __restrict__ slot_f, const i64* __restrict__ class_i,
+                double* __restrict__ score, i64* __restrict__ route, int* __restrict__ value) {
+    LATTICE_G;
+    const i64 n_long = (i64)counter[0];
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    const int precision = (mode & GT_LATTICE_FLOAT32) ? 24 : 53;
+    for (i64 r = global_thread_index(); r < n_long; r += stride) {
+        const i64 first = n_anchors + r;
+        const i64 s = slot_i[GT_LSLOT_I * first + 5], begin = span_starts[s], row = scratch_offsets[s];
+        double x = slot_f[GT_LSLOT_F * first];  // exact: the first piece's score at its end
+        for (i64 t = slot_i[GT_LSLOT_I * first + 2]; t >= 0; t = slot_i[GT_LSLOT_I * t + 2]) {
+            GT_STEP();
+            i64* fields = slot_i + GT_LSLOT_I * t;
+            double* floats = slot_f + GT_LSLOT_F * t;
+            const int e = (int)class_i[4 * t], classes = (int)class_i[4 * t + 1];
+            const i64 c1 = class_i[4 * t + 2], c2 = class_i[4 * t + 3];
+            floats[5] = x;
+            double next = nan("");
+            if (c1 == fields[0]) {
+                next = x;  // the zone starts at the head
+            } else if (classes > 0 && lattice_binade(x) == e && fabs(x - floats[3]) <= floats[4]) {
+                const int cls = (int)((long long)ldexp(x, precision - e) & (long long)(classes - 1));
+                const double delta = floats[6 + cls];
+                const double sum = x + delta;
+                if (!isnan(delta) && lattice_exact_sum(x, delta, sum)) next = sum;
+            }
+            if (!isnan(next) && classes > 0 && c1 >= 0) {  // a split piece: the zone exactly, then the part after
+                const double y = lattice_values(g, s, c1, c2, next, -1.0, 0, nullptr);
+                next = c2 == fields[1] ? y : nan("");
+                if (c2 < fields[1] && !isnan(y) && lattice_binade(y) == e + 1 && fabs(y - floats[14]) <= floats[15]) {
+                    const int cls = (int)((long long)ldexp(y, precision - e - 1) & 1LL);
+                    const double delta = floats[8 + cls];
+                    const double sum = y + delta;
+                    if (!isnan(delta) && lattice_exact_sum(y, delta, sum)) next = sum;
+                }
+            }
+            if (!isnan(next)) {
+                fields[4] = GT_LSLOT_CERTAIN;
+                x = next;
+            } else {
+                lattice_solve(g, s, begin, fields[0], fields[1], x, score + row, route + row, value + row);
+                fields[4] = GT_LSLOT_EXACT;
+                x = score[row + fields[1] - begin];
+            }
+        }
+    }
+}
+
+// Per thread: one piece of a long span: the exact solve from its exact head (pieces settled by their
+// table) and its token count, added to its span's.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+lattice_finish(LATTICE_ARGS, i64 n_slots, const i64* __restrict__ scratch_offsets, i64* __restrict__ slot_i,
+               const double* __restrict__ slot_f, double* __restrict__ score, i64* __restrict__ route,
+               int* __restrict__ value, unsigned long long* __restrict__ token_counts) {
+    const i64 k = global_thread_index();
+    if (k >= n_slots) return;
+    i64* fields = slot_i + GT_LSLOT_I * k;
+    if (fields[4] != GT_LSLOT_CERTAIN && fields[4] != GT_LSLOT_EXACT) return;
+    LATTICE_G;
+    const i64 s = fields[5], begin = span_starts[s], row = scratch_offsets[s];
+    if (fields[4] == GT_LSLOT_CERTAIN)
+        lattice_solve(g, s, begin, fields[0], fields[1], slot_f[GT_LSLOT_F * k + 5], score + row, route + row,
+                      value + row);
+    i64 count = 0;
+    for (i64 q = fields[1] - begin; q > fields[0] - begin; q = route[row + q]) {
+        GT_STEP();
+        ++count;
+    }
+    fields[6] = count;
+    atomicAdd(token_counts + s, (unsigned long long)count);
+}
+
+// Per thread: one piece of a long span: its tokens at its span's offset plus the earlier pieces'
+// counts (a step per earlier piece, one per token).
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+lattice_emit_pieces(const i64* __restrict__ span_starts, i64 n_slots, const i64* __restrict__ slot_i,
+                    const i64* __restrict__ scratch_offsets, const i64* __restrict__ route,
+                    const int* __restrict__ value, const i64* __restrict__ token_offsets, i64* __restrict__ starts,
+                    i64* __restrict__ ends, int* __restrict__ values) {
+    const i64 k = global_thread_index();
+    if (k >= n_slots) return;
+    const i64* fields = slot_i + GT_LSLOT_I * k;
+    if (fields[4] != GT_LSLOT_CERTAIN && fields[4] != GT_LSLOT_EXACT) return;
+    const i64 s = fields[5], begin = span_starts[s], row = scratch_offsets[s];
+    i64 out = token_offsets[s] + fields[6];
+    for (i64 t = fields[3]; t >= 0; t = slot_i[GT_LSLOT_I * t + 3]) {
+        GT_STEP();
+        out += slot_i[GT_LSLOT_I * t + 6];
+    }
+    for (i64 q = fields[1] - begin; q > fields[0] - begin;) {
+        GT_STEP();
+        --out;
+        const i64 start = route[row + q];
+        starts[out] = begin + start;
+        ends[out] = begin + q;
+        values[out] = value[row + q];
+        q = start;
     }
 }

@@ -7,12 +7,26 @@ import numpy as np
 
 from gpu_text.cuda_ops import BLOCK, KernelRuntime, blocks_for, i64, launch
 
+# Bytes between two anchors of a long span's cuts (a thread's work is about a chunk), and the span
+# length from which a span is cut into pieces (shorter ones: a thread per span). Tests lower them.
+CHUNK_BYTES = 2048
+LONG_BYTES = 8 * CHUNK_BYTES
+# At most this many blocks run the grid-stride lists (lattice_pieces, lattice_resolve).
+LIST_BLOCKS = 1024
+# cuda/lattice.cu's GT_LCLASSES, GT_LSLOT_I and GT_LSLOT_F.
+CLASSES = 8
+SLOT_INTS = 9
+SLOT_FLOATS = 17
+
 
 def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any, edge_starts: Any,
                     edge_ends: Any, edge_values: Any, span_edge_offsets: Any, weights: Any, fallback_weight: float,
                     max_edges_per_start: int, mode: int = 0) -> tuple[Any, Any, Any, Any]:
     """Best path of every span: token starts, ends (int64), values (int32, -1: fallback character)
-    and each span's token offsets (int64, n_spans + 1); ``mode`` as in ``cpu_fallback.lattice``."""
+    and each span's token offsets (int64, n_spans + 1); ``mode`` as in ``cpu_fallback.lattice``.
+
+    Spans of :data:`LONG_BYTES` or more are cut into pieces of about :data:`CHUNK_BYTES` (see the
+    end of ``cuda/lattice.cu``): the same tokens, no thread's work growing with the span."""
     xp = rt.xp
     n = span_starts.size
     scratch_offsets = xp.zeros(n + 1, xp.int64)
@@ -23,13 +37,45 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
     weights = xp.ascontiguousarray(weights, dtype=xp.float64)
     if weights.size == 0:  # a kernel argument must point somewhere; no edge reads it
         weights = xp.zeros(1, xp.float64)
+    chunk, long_bytes = max(int(CHUNK_BYTES), 16), max(int(LONG_BYTES), 1)
+    lattice = (data, span_starts, span_ends, i64(n), edge_starts, edge_ends, edge_values, span_edge_offsets, weights,
+               np.float64(fallback_weight), i64(max_edges_per_start), i64(mode))
+    n_bytes = int(data.size)
+    n_anchors = blocks_for(n_bytes, chunk) if n and n_bytes >= long_bytes else 0
+    n_slots = 2 * n_anchors
+    if n_anchors:
+        n_edges = int(edge_starts.size)
+        long_edge = xp.zeros(n, xp.int32)
+        counter = xp.zeros(1, xp.uint64)
+        cuts, cut_spans = xp.empty(n_anchors, xp.int64), xp.empty(n_anchors, xp.int64)
+        slot_i, slot_f = xp.empty(SLOT_INTS * n_slots, xp.int64), xp.empty(SLOT_FLOATS * n_slots, xp.float64)
+        class_i = xp.empty(4 * n_slots, xp.int64)
+        scratch = (score, route, value)
+        launch(rt.function("lattice", "lattice_long_edges"), blocks_for(n_edges, BLOCK),
+               (edge_starts, edge_ends, i64(n_edges), span_edge_offsets, i64(n), long_edge))
+        launch(rt.function("lattice", "lattice_cuts"), blocks_for(n_anchors, BLOCK),
+               (*lattice, i64(long_bytes), i64(chunk), i64(n_anchors), long_edge, cuts, cut_spans, slot_i))
+        launch(rt.function("lattice", "lattice_pieces"), min(blocks_for(n + n_anchors, BLOCK), LIST_BLOCKS),
+               (*lattice, i64(long_bytes), i64(chunk), i64(n_anchors), cuts, cut_spans, scratch_offsets, counter,
+                slot_i, slot_f, *scratch))
+        launch(rt.function("lattice", "lattice_estimate"), blocks_for(n_slots, BLOCK),
+               (*lattice, i64(n_slots), slot_i, slot_f))
+        launch(rt.function("lattice", "lattice_settle"), blocks_for(n_slots * CLASSES, BLOCK),
+               (*lattice, i64(n_slots), slot_i, slot_f, class_i))
+        launch(rt.function("lattice", "lattice_resolve"), min(blocks_for(n_anchors, BLOCK), LIST_BLOCKS),
+               (*lattice, i64(n_anchors), counter, scratch_offsets, slot_i, slot_f, class_i, *scratch))
+        launch(rt.function("lattice", "lattice_finish"), blocks_for(n_slots, BLOCK),
+               (*lattice, i64(n_slots), scratch_offsets, slot_i, slot_f, *scratch, counts))
     launch(rt.function("lattice", "lattice_route"), blocks_for(n, BLOCK),
-           (data, span_starts, span_ends, i64(n), edge_starts, edge_ends, edge_values, span_edge_offsets, weights,
-            np.float64(fallback_weight), i64(max_edges_per_start), i64(mode), scratch_offsets, score, route, value, counts))
+           (*lattice, scratch_offsets, score, route, value, counts, i64(long_bytes)))
     token_offsets = xp.zeros(n + 1, xp.int64)
     xp.cumsum(counts, out=token_offsets[1:])
     total = int(token_offsets[-1])
     starts, ends, values = xp.empty(total, xp.int64), xp.empty(total, xp.int64), xp.empty(total, xp.int32)
     launch(rt.function("lattice", "lattice_emit"), blocks_for(n, BLOCK),
-           (span_starts, span_ends, i64(n), scratch_offsets, route, value, token_offsets, starts, ends, values))
+           (span_starts, span_ends, i64(n), scratch_offsets, route, value, token_offsets, starts, ends, values,
+            i64(long_bytes)))
+    if n_anchors:
+        launch(rt.function("lattice", "lattice_emit_pieces"), blocks_for(n_slots, BLOCK),
+               (span_starts, i64(n_slots), slot_i, scratch_offsets, route, value, token_offsets, starts, ends, values))
     return starts, ends, values, token_offsets

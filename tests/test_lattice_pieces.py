@@ -1,0 +1,93 @@
+"""cuda/lattice.cu's long spans in pieces (lattice_cuts ... lattice_emit_pieces): emulated CUDA ==
+Numba == reference with spans cut every few bytes (ties, float32 scores, fallbacks, malformed
+bytes, long edges), and the longest thread's steps on a 1 MB span bounded by a chunk's work."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cpu_fallback.lattice import FALLBACK_IF_NO_CHAR, FLOAT32
+from gpu_text.backend import get_backend
+from gpu_text.trie import DoubleArrayTrie
+from tests.test_lattice_kernels import ALPHABET, run
+from tests.test_utf8_kernels import host
+
+UNIGRAM = FALLBACK_IF_NO_CHAR | FLOAT32
+PIECE_KERNELS = ("lattice_long_edges", "lattice_cuts", "lattice_pieces", "lattice_settle", "lattice_resolve",
+                 "lattice_finish", "lattice_route", "lattice_emit", "lattice_emit_pieces")
+
+
+def assert_same(got, want):
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(host(g), host(w))
+
+
+@pytest.mark.parametrize("chunk", [16, 40, 96])
+@pytest.mark.parametrize("fallback,cap,mode", [(-10.0, 16, 0), (-2.0, 0, 0), (-1.0, 1, 0), (-3.0, 0, UNIGRAM),
+                                               (-2.0, 0, FALLBACK_IF_NO_CHAR), (-1.0, 2, FLOAT32)])
+def test_pieces_equal_the_numba_twin(monkeypatch, chunk, fallback, cap, mode):
+    import gpu_text.cuda_ops.lattice as launchers
+    from tests.emulated_backend import emulated_backend
+
+    monkeypatch.setattr(launchers, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(launchers, "LONG_BYTES", 2 * chunk)
+    be, cpu = emulated_backend(), get_backend("cpu")
+    rng = np.random.default_rng(chunk + cap + 100 * mode)
+    for trial in range(4):
+        alphabet = ALPHABET if trial % 2 else ALPHABET[:3]
+        words = sorted({"".join(rng.choice(alphabet, int(rng.integers(1, 5)))) for _ in range(30)})
+        if trial == 3:
+            words.append("a" * 70)  # an edge of 64 bytes or more: its span is not cut
+        trie = DoubleArrayTrie.build(words, np.arange(len(words), dtype=np.int32))
+        weights = -rng.integers(0, 6, len(words)).astype(np.float64)  # small integers: exact ties
+        if mode & FLOAT32 or trial == 2:
+            weights = (weights - rng.random(weights.size) * 1e-3).astype(np.float32).astype(np.float64)
+        texts = []
+        for _ in range(6):
+            raw = "".join(rng.choice(alphabet, int(rng.integers(0, 600)))).encode()
+            if rng.random() < 0.3:
+                cut = int(rng.integers(0, len(raw) + 1))
+                raw = raw[:cut] + bytes([0xE4, 0xB8]) + raw[cut:]
+            texts.append(raw)
+        if trial == 3:
+            texts.append(b"a" * 300)
+        data = np.frombuffer(b"".join(texts) + b"\0", np.uint8)[:-1].copy()
+        ends = np.cumsum([len(t) for t in texts]).astype(np.int64)
+        starts = ends - np.array([len(t) for t in texts], np.int64)
+        want = run(cpu, trie, weights, data, starts, ends, fallback, cap, mode)
+        assert_same(run(be, trie, weights, data, starts, ends, fallback, cap, mode), want)
+
+
+@pytest.mark.parametrize("mode", [0, UNIGRAM])
+def test_one_megabyte_span(mode):
+    """A 1 MB span of Chinese-like text (a pre-token without spaces): the Numba twin's tokens, and
+    no thread's work grows with the span: each piece kernel's longest thread within a few chunks
+    (a piece's solve, a class solve, a step per piece of the span). One thread per span walked the
+    whole megabyte before (about 1 M steps)."""
+    import gpu_text.cuda_ops.lattice as launchers
+    from tests.emulated_backend import emulated_backend
+
+    rng = np.random.default_rng(5)
+    han = ["你", "好", "世", "界", "中", "文", "分", "词"]
+    words = sorted({"".join(rng.choice(han, int(rng.integers(1, 4)))) for _ in range(120)})
+    trie = DoubleArrayTrie.build(words, np.arange(len(words), dtype=np.int32))
+    weights = -(rng.random(len(words)) * 12 + 1)
+    if mode & FLOAT32:
+        weights = weights.astype(np.float32).astype(np.float64)
+    text = "".join(rng.choice(han, (1 << 20) // 3)).encode()
+    data = np.frombuffer(text + "分词".encode(), np.uint8).copy()
+    starts = np.array([0, len(text)], np.int64)
+    ends = np.array([len(text), data.size], np.int64)
+    want = run(get_backend("cpu"), trie, weights, data, starts, ends, -20.0, 0, mode)
+    be = emulated_backend()
+    assert_same(run(be, trie, weights, data, starts, ends, -20.0, 0, mode), want)
+    module = be.runtime.module("lattice")
+    steps = {name: module.get_function(name).last_max_steps for name in PIECE_KERNELS}
+    print("longest thread's steps on a 1 MB span:", steps)
+    chunk = launchers.CHUNK_BYTES
+    piece_work = 3 * chunk  # a piece's characters and edges, about a chunk and a half of bytes at most
+    pieces = (1 << 20) // chunk + 1
+    assert max(steps[k] for k in ("lattice_cuts", "lattice_pieces", "lattice_settle", "lattice_finish")) <= \
+        piece_work + pieces, steps
+    assert 0 < steps["lattice_resolve"] <= pieces + piece_work, steps  # at most one exact solve
+    assert steps["lattice_emit_pieces"] <= pieces + chunk and steps["lattice_pieces"] >= chunk // 3, steps
