@@ -322,3 +322,39 @@ def test_segment_rows_forced_cuts(monkeypatch, compat, chunk):
         assert_segment_rows_like_reference(segmenter, TextBatch.from_strings(texts), be)
     print(seen)
     assert seen["forced"] >= 10 and seen["certain"] > 0 and seen["exact"] > 0, seen
+
+
+@pytest.mark.parametrize("compat", [None, "jieba"])
+def test_segment_rows_one_megabyte_news_line(compat):
+    """The Han of zh-sogou-news as one unpunctuated 1 MB line, with a dictionary of its two- and
+    three-character pieces (real frequencies: near ties, binade edges): the Numba twin's words,
+    and every kernel's longest thread within a few chunks of steps (the run's walk of one step
+    per piece, the zones of no piece solved exactly beyond one)."""
+    import re
+
+    import gpu_text.cuda_ops.segment as launchers
+    from tests.conftest import shared_data
+    from tests.emulated_backend import emulated_backend
+    from tests.test_launch_counts import sample_dictionary
+
+    folder = shared_data("zh-sogou-news")
+    text, lines = [], []
+    for path in sorted(folder.glob("*.txt")):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            lines.append(line)
+            text += re.findall("[\u4e00-\u9fff]+", line)
+        if sum(map(len, text)) * 3 > (1 << 20):
+            break
+    line = "".join(text)[:(1 << 20) // 3]
+    segmenter = Segmenter(sample_dictionary(lines[:2000]), compat=compat)
+    batch = TextBatch.from_strings([line])
+    cpu = get_backend("cpu").op("segment", "segment_rows")(*segment_rows_args(segmenter, batch, get_backend("cpu")))
+    be = emulated_backend()
+    assert_arrays_equal(run_segment_rows(segmenter, segment_rows_args(segmenter, batch, be), be), cpu)
+    module = be.runtime.module("segment")
+    steps = {name: module.get_function(name).last_max_steps for name in ROW_KERNELS}
+    print("longest thread's steps on a 1 MB news line:", steps)
+    chunk = launchers.CHUNK_BYTES
+    piece_work = 6 * chunk
+    walk = 2 * ((1 << 20) // chunk + 1)
+    assert max(steps.values()) <= walk + piece_work, steps
