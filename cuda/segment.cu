@@ -279,7 +279,7 @@ __device__ void byte_marks(const u8* data, i64 n, const i64* offsets, i64 n_rows
 // anchor). Pieces stay at least half a chunk long, so a piece's frontier lies inside the next piece.
 #define GT_FRONT_MAX 4
 #define GT_CLASSES_MAX 8
-#define GT_RING 64  // a values-only solve keeps the last GT_RING values: needs max_word_bytes < GT_RING
+#define GT_RING 128  // a values-only solve keeps the last GT_RING values: needs max_word_bytes < GT_RING
 
 struct Front {
     int n;

@@ -358,3 +358,22 @@ def test_segment_rows_one_megabyte_news_line(compat):
     piece_work = 6 * chunk
     walk = 2 * ((1 << 20) // chunk + 1)
     assert max(steps.values()) <= walk + piece_work, steps
+
+
+@pytest.mark.parametrize("compat", [None, "jieba"])
+@pytest.mark.parametrize("long_chars", [30, 45])
+def test_segment_rows_long_dictionary_words(monkeypatch, compat, long_chars):
+    """A dictionary word of 90 bytes (class solves keep the last 128 values) or 135 bytes (no class
+    tables: every piece of a long run is solved exactly in turn, still the reference's words)."""
+    import gpu_text.cuda_ops.segment as launchers
+    from tests.emulated_backend import emulated_backend
+
+    monkeypatch.setattr(launchers, "CHUNK_BYTES", 256)
+    rng = np.random.default_rng(long_chars)
+    d = random_dictionary(rng, 80)
+    long_word = "".join(rng.choice(HAN, long_chars))
+    words = sorted(set(d.words) | {long_word})
+    freqs = rng.integers(1, 30, len(words)).astype(np.int64)
+    segmenter = Segmenter(Dictionary(words, freqs, int(freqs.sum()) + 3), compat=compat)
+    texts = ["".join(rng.choice(HAN, 3000)) + long_word + "".join(rng.choice(HAN, 2000)) for _ in range(2)]
+    assert_segment_rows_like_reference(segmenter, TextBatch.from_strings(texts), emulated_backend())
