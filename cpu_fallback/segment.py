@@ -117,7 +117,9 @@ def _count_tokens(data, offsets, jieba_mode):
     empty_i = np.zeros(0, np.int64)
     empty_b = np.zeros(0, np.uint8)
     for s in prange(offsets.size - 1):
-        counts[s] = _tokens_of_string(data, offsets[s], offsets[s + 1], empty_i, empty_i, empty_b, 0, jieba_mode)
+        # np.int64(0), not 0: a literal argument compiles the callee once more for its own type
+        counts[s] = _tokens_of_string(data, offsets[s], offsets[s + 1], empty_i, empty_i, empty_b, np.int64(0),
+                                      jieba_mode)
     return counts
 
 
@@ -328,9 +330,11 @@ def forward_longest_match(data, span_starts, span_ends, edge_starts, edge_ends, 
     counts = np.zeros(n, np.int64)
     for s in prange(n):
         counts[s] = _longest_match_span(data, span_starts[s], span_ends[s], edge_starts, edge_ends, edge_values,
-                                        span_edge_offsets[s], span_edge_offsets[s + 1], np.zeros(0, np.int32), 0)
+                                        span_edge_offsets[s], span_edge_offsets[s + 1], np.zeros(0, np.int32),
+                                        np.int64(0))  # not 0: a literal compiles the callee once more
     offsets = np.zeros(n + 1, np.int64)
-    offsets[1:] = np.cumsum(counts)
+    for s in range(n):  # not offsets[1:] = np.cumsum(counts): the slice assignment compiles for seconds
+        offsets[s + 1] = offsets[s] + counts[s]
     values = np.empty(offsets[-1], np.int32)
     for s in prange(n):
         _longest_match_span(data, span_starts[s], span_ends[s], edge_starts, edge_ends, edge_values,
