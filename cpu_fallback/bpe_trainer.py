@@ -66,7 +66,8 @@ def count_spans(data, starts, ends, hashes, slots, ent_hash, ent_start, ent_len,
                 ent_start[n] = used
                 ent_len[n] = length
                 ent_count[n] = 1
-                pool[used:used + length] = data[a:a + length]
+                for j in range(length):  # not a slice assignment: that compiles for over a second
+                    pool[used + j] = data[a + j]
                 used += length
                 n += 1
                 break
@@ -228,6 +229,37 @@ def _fingerprint(buf, n):
 
 
 @njit(**JIT)
+def _sorted(values, n):
+    """``values[:n]`` sorted, as a new array: runs of 16 by insertion, then merged bottom-up
+    (Numba's np.sort compiled for 1.7 s)."""
+    a = values[:n].copy()
+    b = np.empty_like(a)
+    for lo in range(0, n, 16):
+        for i in range(lo + 1, min(lo + 16, n)):
+            v = a[i]
+            j = i
+            while j > lo and a[j - 1] > v:
+                a[j] = a[j - 1]
+                j -= 1
+            a[j] = v
+    width = 16
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):
+                if j >= hi or (i < mid and a[i] <= a[j]):
+                    b[k] = a[i]
+                    i += 1
+                else:
+                    b[k] = a[j]
+                    j += 1
+        a, b = b, a
+        width *= 2
+    return a
+
+
+@njit(**JIT)
 def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weight, char_cp,
                 s_left, s_right, s_nchars, s_nbytes, s_freq, s_head, s_tail, s_alive, s_active,
                 active, active_freq, node_pos, node_next, counts, pair_keys, pair_values, seen, merged, stack, buf_a,
@@ -313,7 +345,7 @@ def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weigh
                 positions[k] = p
                 k += 1
             node = node_next[node]
-        positions = np.sort(positions[:k])
+        positions = _sorted(positions, k)
         s_head[best] = -1
         s_tail[best] = -1
         for p in positions:
