@@ -91,3 +91,23 @@ def test_one_megabyte_span(mode):
         piece_work + pieces, steps
     assert 0 < steps["lattice_resolve"] <= pieces + piece_work, steps  # at most one exact solve
     assert steps["lattice_emit_pieces"] <= pieces + chunk and steps["lattice_pieces"] >= chunk // 3, steps
+
+
+@pytest.mark.parametrize("mode", [0, UNIGRAM])
+def test_span_without_cut_points_is_one_piece(monkeypatch, mode):
+    """Where an edge crosses every character boundary ("abab..." under "aba" and "bab") no anchor
+    finds a cut point: the span is one piece, solved on one thread (exact; its steps still grow
+    with the span: forced cuts with frontiers, as cuda/segment.cu has, are not done here)."""
+    import gpu_text.cuda_ops.lattice as launchers
+    from tests.emulated_backend import emulated_backend
+
+    monkeypatch.setattr(launchers, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(launchers, "LONG_BYTES", 128)
+    trie = DoubleArrayTrie.build(["ab", "aba", "b", "bab"], np.arange(4, dtype=np.int32))
+    data = np.frombuffer(b"ab" * 3000, np.uint8).copy()
+    starts, ends = np.array([0], np.int64), np.array([data.size], np.int64)
+    weights = np.array([-1.0, -1.25, -3.0, -1.5])
+    be = emulated_backend()
+    want = run(get_backend("cpu"), trie, weights, data, starts, ends, -10.0, 0, mode)
+    assert_same(run(be, trie, weights, data, starts, ends, -10.0, 0, mode), want)
+    assert be.runtime.module("lattice").get_function("lattice_pieces").last_max_steps >= data.size
