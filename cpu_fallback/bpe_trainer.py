@@ -215,8 +215,9 @@ def expand(x, n_chars, s_left, s_right, char_cp, stack, out):
 @njit(**JIT)
 def _lexically_less(a, b, n_chars, s_left, s_right, char_cp, stack, buf_a, buf_b):
     """Codepoint order, which is the byte order of the UTF-8 strings SentencePiece compares."""
-    na = expand(a, n_chars, s_left, s_right, char_cp, stack, buf_a)
-    nb = expand(b, n_chars, s_left, s_right, char_cp, stack, buf_b)
+    # symbols as int64 at every call: each other integer type compiled the callee once more
+    na = expand(np.int64(a), n_chars, s_left, s_right, char_cp, stack, buf_a)
+    nb = expand(np.int64(b), n_chars, s_left, s_right, char_cp, stack, buf_b)
     for i in range(min(na, nb)):
         if buf_a[i] != buf_b[i]:
             return buf_a[i] < buf_b[i]
@@ -291,8 +292,10 @@ def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weigh
             elif s_nchars[x] != s_nchars[best]:
                 better = s_nchars[x] < s_nchars[best]
             else:
-                better = _lexically_less(x, best, n_chars, s_left, s_right, char_cp, stack, buf_a, buf_b) or (
-                    x < best and not _lexically_less(best, x, n_chars, s_left, s_right, char_cp, stack, buf_a, buf_b))
+                x64, best64 = np.int64(x), np.int64(best)
+                better = _lexically_less(x64, best64, n_chars, s_left, s_right, char_cp, stack, buf_a, buf_b) or (
+                    x < best and not _lexically_less(best64, x64, n_chars, s_left, s_right, char_cp, stack, buf_a,
+                                                     buf_b))
             if better:
                 best = x
                 best_at = i
@@ -318,11 +321,11 @@ def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weigh
         s_alive[best] = 0
         remove(pair_keys, pair_values, pair_key(s_left[best], s_right[best]))
         counts[4] -= 1
-        n = expand(best, n_chars, s_left, s_right, char_cp, stack, buf_a)
+        n = expand(np.int64(best), n_chars, s_left, s_right, char_cp, stack, buf_a)
         fp = _fingerprint(buf_a, n)
         other = _seen_get(seen, fp)
         if other >= 0:
-            m = expand(other, n_chars, s_left, s_right, char_cp, stack, buf_b)
+            m = expand(np.int64(other), n_chars, s_left, s_right, char_cp, stack, buf_b)
             same = m == n
             for i in range(min(n, m)):
                 if buf_a[i] != buf_b[i]:
