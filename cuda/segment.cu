@@ -228,6 +228,9 @@ viterbi_loss(const u8* __restrict__ data, const i64* __restrict__ span_starts, c
 //                     first: the prefix search's order) given the route values at its frontier. A
 //                     short run, or a long run's last piece, has the tail score: exact. The others
 //                     are solved from 0 at each frontier position: the tables of the estimates.
+//                     The launch's last block then walks each long run (a thread per run, a step
+//                     per piece): the estimates of its pieces' frontier values, from the run's end
+//                     through the pieces' tables from 0.
 //   segment_settle    one thread per (pending piece, frontier position, residue class): the piece's
 //                     class table (below), one values-only solve.
 //   segment_resolve   one thread per long run: from its end, each piece's exact frontier values by
@@ -404,8 +407,9 @@ segment_marks(const u8* __restrict__ data, i64 n, const i64* __restrict__ offset
 // C = 2 u_top / u_t values of the tail's binade (spacing u_t) next to the estimate of x_f. C = 2 inside
 // one binade (the parity of the last bit decides halfway roundings), 4 across one edge, and so on.
 //   segment_pieces   one-live solves of each pending piece from 0: the estimates' tables;
-//   segment_settle   a thread per (piece, f, class): the estimate of x (the later pieces' estimate
-//                    tables composed from the run's end, one step per piece and pair), one class solve;
+//                    then its last block, a thread per long run: the estimate of each piece's x
+//                    (the later pieces' tables composed from the run's end, a step per piece and pair);
+//   segment_settle   a thread per (piece, f, class): one class solve;
 //   segment_resolve  a thread per long run: from the run's end, each piece's exact values from its
 //                    table (exact: each sum is a route value; where best paths of the frontier end at
 //                    distinct values the table also tells which frontier position the path leaves by),
@@ -563,15 +567,68 @@ __device__ __forceinline__ void slot_fronts(const int* front_n, const int* front
     *in = front_of(front_n, front_off, next);
 }
 
+// Long run r's estimates of its pending pieces' frontier values, from the run's last piece's exact
+// values back through each later piece's table from 0 (a step per piece and frontier pair), and the
+// bound of their error. Run by segment_pieces' last block: what other blocks wrote in that launch
+// is read through L2 (__ldcg).
+__device__ void estimate_run(i64 r, double tail_score, double weight_bound, const i64* offsets, i64 n_rows,
+                             i64 n_anchors, const int* front_n, const int* front_off, const i64* slot_i,
+                             const double* score, double* class_f) {
+    auto field = [&](i64 t, int i) { return __ldcg(slot_i + GT_SLOT_FIELDS * t + i); };
+    i64 last = n_anchors + r;
+    while (field(last, 2) >= 0) {
+        GT_STEP();
+        last = field(last, 2);
+    }
+    // |every value| < most; an addition rounds by at most most * 2^-53; a chain of a piece's
+    // additions by (its bytes + 1) of those; the estimate sums the later pieces' chains
+    const Row row = row_of(offsets, n_rows, field(last, 0));
+    const double most = fabs(tail_score) + ((double)(row.end - row.begin) + 2.0) * weight_bound;
+    Front out, in;
+    slot_fronts(front_n, front_off, n_anchors, last, -1, &out, &in);
+    double x[GT_FRONT_MAX];
+#pragma unroll
+    for (int p = 0; p < GT_FRONT_MAX; ++p) x[p] = p < out.n ? __ldcg(score + field(last, 0) + out.off[p]) : 0.0;
+    double later_bytes = (double)(field(last, 1) - field(last, 0));
+    double later_pieces = 1.0;
+    for (i64 t = field(last, 3); t >= 0; t = field(t, 3)) {
+        GT_STEP();
+        double* own_f = class_f + GT_CLASS_FLOATS * t;
+        slot_fronts(front_n, front_off, n_anchors, t, field(t, 2), &out, &in);
+#pragma unroll
+        for (int g = 0; g < GT_FRONT_MAX; ++g) {
+            if (g < in.n) own_f[GT_CF_ESTIMATE + g] = x[g];
+        }
+        own_f[GT_CF_ERROR] = (later_bytes + 3.0 * later_pieces + 2.0) * most * GT_TWO_TO_MINUS_51;
+        double y[GT_FRONT_MAX];
+#pragma unroll
+        for (int p = 0; p < GT_FRONT_MAX; ++p) {
+            y[p] = GT_NEG_INF;
+#pragma unroll
+            for (int g = 0; g < GT_FRONT_MAX; ++g) {
+                if (p >= out.n || g >= in.n) continue;
+                GT_STEP();
+                const double v = x[g] + __ldcg(own_f + GT_CF_APPROX + GT_FRONT_MAX * p + g);
+                y[p] = v > y[p] ? v : y[p];
+            }
+        }
+#pragma unroll
+        for (int p = 0; p < GT_FRONT_MAX; ++p) x[p] = y[p];
+        later_bytes += (double)(field(t, 1) - field(t, 0));
+        later_pieces += 1.0;
+    }
+}
+
 // Per thread: one piece (about a chunk, longer only where an anchor finds no cut point). A run
 // without an anchor is one piece: the whole run on one thread, under a chunk of bytes. A pending
 // piece: one solve per frontier position.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_pieces(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
-               double tail_score, int jieba_mode, const u8* __restrict__ data, const i64* __restrict__ offsets,
-               i64 n_rows, i64 chunk_bytes, i64 n_anchors, const i64* __restrict__ runs, const i64* __restrict__ cuts,
-               const int* __restrict__ front_n, const int* __restrict__ front_off, u64* __restrict__ counters,
+               double tail_score, double weight_bound, int jieba_mode, const u8* __restrict__ data,
+               const i64* __restrict__ offsets, i64 n_rows, i64 chunk_bytes, i64 n_anchors, const i64* __restrict__ runs,
+               const i64* __restrict__ cuts, const int* __restrict__ front_n, const int* __restrict__ front_off,
+               u64* __restrict__ counters,
                double* __restrict__ slot_f, i64* __restrict__ slot_i, double* __restrict__ class_f,
                double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
     const i64 n_runs = (i64)counters[0];
@@ -616,11 +673,23 @@ segment_pieces(const int* __restrict__ state, const int* __restrict__ check, con
         }
         fields[4] = GT_SLOT_PENDING;
     }
+    // The last block to finish estimates the long runs' frontier values (every piece's table is
+    // written then: each block fences its writes before it counts itself done).
+    __shared__ int last_block;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last_block = atomicAdd(&counters[1], 1ull) == (u64)gridDim.x - 1;
+    __syncthreads();
+    if (!last_block) return;
+    __threadfence();
+    const i64 n_long = (i64)__ldcg(counters + 2);
+    for (i64 r = threadIdx.x; r < n_long; r += blockDim.x)
+        estimate_run(r, tail_score, weight_bound, offsets, n_rows, n_anchors, front_n, front_off, slot_i, score,
+                     class_f);
 }
 
 // Per thread: one class of one frontier position of one pending piece (thread
-// (k * GT_FRONT_MAX + f) * GT_CLASSES_MAX + c): the later pieces of its run (twice, a step per
-// piece and frontier pair, for the estimate) and at most one values-only solve of the piece.
+// (k * GT_FRONT_MAX + f) * GT_CLASSES_MAX + c): at most one values-only solve of the piece.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_settle(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
@@ -641,38 +710,11 @@ segment_settle(const int* __restrict__ state, const int* __restrict__ check, con
     slot_fronts(front_n, front_off, n_anchors, k, fields[2], &out, &in);
     if (f >= in.n) return;
     const i64 a = fields[0], b = fields[1];
-    // the estimate of x: the run's last piece's exact values, then each later piece's table from 0
-    double later_bytes = 0.0, later_pieces = 0.0;
-    i64 last = k;
-    for (i64 t = fields[2]; t >= 0; t = slot_i[GT_SLOT_FIELDS * t + 2]) {
-        GT_STEP();
-        later_bytes += (double)(slot_i[GT_SLOT_FIELDS * t + 1] - slot_i[GT_SLOT_FIELDS * t]);
-        later_pieces += 1.0;
-        last = t;
-    }
     double x[GT_FRONT_MAX];
-    Front t_out, t_in;
-    slot_fronts(front_n, front_off, n_anchors, last, -1, &t_out, &t_in);
-    for (int p = 0; p < t_out.n; ++p) x[p] = score[slot_i[GT_SLOT_FIELDS * last] + t_out.off[p]];
-    for (i64 t = slot_i[GT_SLOT_FIELDS * last + 3]; t != k; t = slot_i[GT_SLOT_FIELDS * t + 3]) {
-        slot_fronts(front_n, front_off, n_anchors, t, slot_i[GT_SLOT_FIELDS * t + 2], &t_out, &t_in);
-        const double* approx = class_f + GT_CLASS_FLOATS * t + GT_CF_APPROX;
-        double y[GT_FRONT_MAX];
-        for (int p = 0; p < t_out.n; ++p) {
-            y[p] = GT_NEG_INF;
-            for (int g = 0; g < t_in.n; ++g) {
-                GT_STEP();
-                const double v = x[g] + approx[GT_FRONT_MAX * p + g];
-                y[p] = v > y[p] ? v : y[p];
-            }
-        }
-        for (int p = 0; p < t_out.n; ++p) x[p] = y[p];
-    }
-    // |every value| < most; an addition rounds by at most most * 2^-53; a chain of a piece's
-    // additions by (its bytes + 1) of those; the estimate sums the later pieces' chains
+    for (int g = 0; g < in.n; ++g) x[g] = own_f[GT_CF_ESTIMATE + g];
+    const double error = own_f[GT_CF_ERROR];
     const Row row = row_of(offsets, n_rows, a);
     const double most = fabs(tail_score) + ((double)(row.end - row.begin) + 2.0) * weight_bound;
-    const double error = (later_bytes + 3.0 * later_pieces + 2.0) * most * GT_TWO_TO_MINUS_51;
     const double own = ((double)(b - a) + 2.0) * most * GT_TWO_TO_MINUS_51;
     // the binades of x and of the piece's values (from its range from 0), as far as known
     double x_low = x[0], x_high = x[0];
@@ -692,11 +734,9 @@ segment_settle(const int* __restrict__ state, const int* __restrict__ check, con
     const double base = classes ? floor(x[f] / (classes * unit)) * (classes * unit) : 0.0;  // class 0
     if (classes && (binade_of(base) != e_tail || binade_of(base + (classes - 1) * unit) != e_tail)) classes = 0;
     if (f == 0 && c == 0) {
-        own_f[GT_CF_ERROR] = error;
         class_i[GT_CLASS_INTS * k] = e_tail;
         class_i[GT_CLASS_INTS * k + 1] = classes;
     }
-    if (c == 0) own_f[GT_CF_ESTIMATE + f] = x[f];
     if (c >= classes) return;
     const double tail = base + c * unit;  // of class c
     const double margin = error + classes * unit + 2.0 * ldexp(1.0, e_top - 53);

@@ -134,7 +134,7 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
     chunk = max(int(CHUNK_BYTES), 16)
     n_anchors = blocks_for(n, chunk) if max_word_bytes is not None else 0
     n_anchors = n_anchors if n_anchors > 1 else 0  # anchor 0 cuts nothing: a batch within a chunk is whole runs
-    # one zeroed buffer (one launch): the counters (runs, unused, long runs), then the flags
+    # one zeroed buffer (one launch): the counters (runs, segment_pieces' finished blocks, long runs), the flags
     # (2 n + 2 bytes) and the path (n + 1 bytes)
     zeroed = xp.zeros(3 + (3 * (n + 1) + 7) // 8, xp.uint64)
     counters = zeroed[:3]
@@ -160,8 +160,8 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
     model = (*trie, weights, np.float64(unknown_weight))
     scratch = (score, length, ids, path)
     launch(rt.function("segment", "segment_pieces"), min(blocks_for(n, BLOCK), LIST_BLOCKS),
-           (*model, np.float64(tail_score), jieba, data, offsets, i64(n_rows), i64(chunk), i64(n_anchors), runs, cuts,
-            *fronts, counters, slot_f, slot_i, class_f, *scratch))
+           (*model, np.float64(tail_score), np.float64(weight_bound), jieba, data, offsets, i64(n_rows), i64(chunk),
+            i64(n_anchors), runs, cuts, *fronts, counters, slot_f, slot_i, class_f, *scratch))
     if n_anchors:
         launch(rt.function("segment", "segment_settle"), blocks_for(n_slots * FRONT_MAX * CLASSES_MAX, BLOCK),
                (*model, np.float64(tail_score), np.float64(weight_bound), jieba, data, offsets, i64(n_rows),
