@@ -237,8 +237,9 @@ viterbi_loss(const u8* __restrict__ data, const i64* __restrict__ span_starts, c
 //                     its table (one step per piece), an exact solve where the table does not apply.
 //   segment_finish    one thread per piece settled by its table: one exact solve from its exact
 //                     frontier values; its path, or where the path leaves it from each entry.
-//   segment_paths     one thread per piece starting at a forced cut: its entry from the exits of
-//                     the run's earlier pieces (one step per piece), its path.
+//                     The launch's last block then walks each long run (a thread per run, a step
+//                     per piece): each piece's entry from the earlier pieces' exits.
+//   segment_paths     one thread per piece starting at a forced cut: its path from its entry.
 //   segment_words     one thread per byte: the path's words as start/end marks, jieba's joins of
 //                     one-byte ASCII letters and digits applied (from the path, which nobody writes).
 //   segment_compact   one thread per byte: the k-th start and the k-th end mark (prefix sums of the
@@ -422,7 +423,7 @@ segment_marks(const u8* __restrict__ data, i64 n, const i64* __restrict__ offset
 #define GT_CF_EXACT (GT_FRONT_MAX + 1)                     // exact x, per f
 #define GT_CF_APPROX (2 * GT_FRONT_MAX + 1)                // A[p][f]: one-live solves from 0
 #define GT_CF_TABLE (GT_CF_APPROX + GT_FRONT_MAX * GT_FRONT_MAX)  // D[p][f][c]
-#define GT_CLASS_INTS (2 + GT_FRONT_MAX)  // binade of x, C (0: no table), exit per entry
+#define GT_CLASS_INTS (3 + GT_FRONT_MAX)  // binade of x, C (0: no table), exit per entry, entry
 
 __device__ __forceinline__ int binade_of(double x) {
     int e;
@@ -830,48 +831,56 @@ segment_resolve(const int* __restrict__ state, const int* __restrict__ check, co
     }
 }
 
-// Per thread: one piece whose exact frontier values segment_resolve found: one solve and its path.
+// Per thread: one piece whose exact frontier values segment_resolve found: one solve and its path
+// (or, where it starts at a forced cut, where the path from each entry leaves it). The launch's last
+// block then walks each long run that has forced cuts (a thread per run, a step per piece): each
+// piece's entry from the earlier pieces' exits, for segment_paths.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_finish(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
                int jieba_mode, const u8* __restrict__ data, i64 n_anchors, i64 n_slots,
                const int* __restrict__ front_n, const int* __restrict__ front_off, const i64* __restrict__ slot_i,
-               const double* __restrict__ class_f, int* __restrict__ class_i, double* __restrict__ score,
-               int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
+               const double* __restrict__ class_f, int* __restrict__ class_i, u64* __restrict__ counters,
+               double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
     const i64 k = global_thread_index();
-    if (k >= n_slots || slot_i[GT_SLOT_FIELDS * k + 4] != GT_SLOT_CERTAIN) return;
-    const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
-    const i64 a = slot_i[GT_SLOT_FIELDS * k], b = slot_i[GT_SLOT_FIELDS * k + 1];
     Front out, in;
-    slot_fronts(front_n, front_off, n_anchors, k, slot_i[GT_SLOT_FIELDS * k + 2], &out, &in);
-    solve_front(m, data, a, b, in, class_f + GT_CLASS_FLOATS * k + GT_CF_EXACT, score, length, ids);
-    after_solve(a, b, out, in, length, path, class_i + GT_CLASS_INTS * k + 2);
+    if (k < n_slots && slot_i[GT_SLOT_FIELDS * k + 4] == GT_SLOT_CERTAIN) {
+        const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
+        const i64 a = slot_i[GT_SLOT_FIELDS * k], b = slot_i[GT_SLOT_FIELDS * k + 1];
+        slot_fronts(front_n, front_off, n_anchors, k, slot_i[GT_SLOT_FIELDS * k + 2], &out, &in);
+        solve_front(m, data, a, b, in, class_f + GT_CLASS_FLOATS * k + GT_CF_EXACT, score, length, ids);
+        after_solve(a, b, out, in, length, path, class_i + GT_CLASS_INTS * k + 2);
+    }
+    __shared__ int last_block;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last_block = atomicAdd(&counters[3], 1ull) == (u64)gridDim.x - 1;
+    __syncthreads();
+    if (!last_block) return;
+    __threadfence();
+    const i64 n_long = (i64)counters[2];
+    for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
+        i64 entry = 0;
+        for (i64 t = n_anchors + r; t >= 0; t = slot_i[GT_SLOT_FIELDS * t + 2]) {
+            GT_STEP();
+            slot_fronts(front_n, front_off, n_anchors, t, slot_i[GT_SLOT_FIELDS * t + 2], &out, &in);
+            class_i[GT_CLASS_INTS * t + 2 + GT_FRONT_MAX] = (int)entry;
+            const int at = front_index(out, entry);
+            entry = in.n > 1 && at >= 0 ? __ldcg(class_i + GT_CLASS_INTS * t + 2 + at) : 0;
+        }
+    }
 }
 
-// Per thread: one piece that starts at a forced cut: its run's pieces up to it (one step each:
-// where the path leaves each piece is where it enters the next) and its path from that entry.
+// Per thread: one piece that starts at a forced cut: its path from its entry (segment_finish).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-segment_paths(i64 n_anchors, const int* __restrict__ front_n, const int* __restrict__ front_off,
-              const i64* __restrict__ slot_i, const int* __restrict__ class_i, const int* __restrict__ length,
-              u8* __restrict__ path) {
+segment_paths(i64 n_anchors, const int* __restrict__ front_n, const i64* __restrict__ slot_i,
+              const int* __restrict__ class_i, const int* __restrict__ length, u8* __restrict__ path) {
     const i64 k = global_thread_index();
     if (k >= n_anchors || front_n[k] <= 1) return;
     const i64 state = slot_i[GT_SLOT_FIELDS * k + 4];
     if (state != GT_SLOT_CERTAIN && state != GT_SLOT_EXACT) return;
-    i64 first = k;
-    while (slot_i[GT_SLOT_FIELDS * first + 3] >= 0) {
-        GT_STEP();
-        first = slot_i[GT_SLOT_FIELDS * first + 3];
-    }
-    i64 entry = 0;
-    Front out, in;
-    for (i64 t = first; t != k; t = slot_i[GT_SLOT_FIELDS * t + 2]) {
-        GT_STEP();
-        slot_fronts(front_n, front_off, n_anchors, t, slot_i[GT_SLOT_FIELDS * t + 2], &out, &in);
-        const int at = front_index(out, entry);
-        entry = in.n > 1 && at >= 0 ? class_i[GT_CLASS_INTS * t + 2 + at] : 0;
-    }
-    mark_path(slot_i[GT_SLOT_FIELDS * k] + entry, slot_i[GT_SLOT_FIELDS * k + 1], length, path, 1);
+    mark_path(slot_i[GT_SLOT_FIELDS * k] + class_i[GT_CLASS_INTS * k + 2 + GT_FRONT_MAX],
+              slot_i[GT_SLOT_FIELDS * k + 1], length, path, 1);
 }
 
 // Per thread: one byte (and one binary search when it starts a path word).

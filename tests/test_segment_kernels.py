@@ -299,7 +299,7 @@ def test_segment_rows_forced_cuts(monkeypatch, compat, chunk):
     def counting_launch(function, grid, args):  # what segment_paths sees: the cuts' frontiers, the pieces' states
         launch(function, grid, args)
         if "segment_paths" in repr(function):
-            front_n, slot_i = host(args[1]), host(args[3]).reshape(-1, 5)
+            front_n, slot_i = host(args[1]), host(args[2]).reshape(-1, 5)
             states = slot_i[:front_n.size, 4]
             seen["forced"] += int((front_n > 1).sum())
             seen["certain"] += int(((front_n > 1) & (states == 3)).sum())

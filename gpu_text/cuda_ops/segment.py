@@ -112,7 +112,7 @@ CHUNK_BYTES = 2048
 FRONT_MAX = 4
 CLASSES_MAX = 8
 CLASS_FLOATS = 2 * FRONT_MAX + 1 + FRONT_MAX * FRONT_MAX * (CLASSES_MAX + 1)
-CLASS_INTS = 2 + FRONT_MAX
+CLASS_INTS = 3 + FRONT_MAX
 
 
 def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any, data: Any, offsets: Any,
@@ -134,11 +134,12 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
     chunk = max(int(CHUNK_BYTES), 16)
     n_anchors = blocks_for(n, chunk) if max_word_bytes is not None else 0
     n_anchors = n_anchors if n_anchors > 1 else 0  # anchor 0 cuts nothing: a batch within a chunk is whole runs
-    # one zeroed buffer (one launch): the counters (runs, segment_pieces' finished blocks, long runs), the flags
+    # one zeroed buffer (one launch): the counters (runs, segment_pieces' finished blocks, long runs,
+    # segment_finish's finished blocks), the flags
     # (2 n + 2 bytes) and the path (n + 1 bytes)
-    zeroed = xp.zeros(3 + (3 * (n + 1) + 7) // 8, xp.uint64)
-    counters = zeroed[:3]
-    marks = zeroed[3:].view(xp.uint8)[:3 * (n + 1)]
+    zeroed = xp.zeros(4 + (3 * (n + 1) + 7) // 8, xp.uint64)
+    counters = zeroed[:4]
+    marks = zeroed[4:].view(xp.uint8)[:3 * (n + 1)]
     flags, path = marks[:2 * (n + 1)], marks[2 * (n + 1):]
     ids = xp.empty(n, xp.int32)
     runs = xp.empty(max(n, 1), xp.int64)
@@ -169,9 +170,10 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
         launch(rt.function("segment", "segment_resolve"), min(blocks_for(n_anchors, BLOCK), LIST_BLOCKS),
                (*model, jieba, data, i64(n_anchors), counters, *fronts, slot_i, class_f, class_i, *scratch))
         launch(rt.function("segment", "segment_finish"), blocks_for(n_slots, BLOCK),
-               (*model, jieba, data, i64(n_anchors), i64(n_slots), *fronts, slot_i, class_f, class_i, *scratch))
+               (*model, jieba, data, i64(n_anchors), i64(n_slots), *fronts, slot_i, class_f, class_i, counters,
+                *scratch))
         launch(rt.function("segment", "segment_paths"), blocks_for(n_anchors, BLOCK),
-               (i64(n_anchors), *fronts, slot_i, class_i, length, path))
+               (i64(n_anchors), front_n, slot_i, class_i, length, path))
     launch(rt.function("segment", "segment_words"), blocks_for(n, BLOCK),
            (data, i64(n), offsets, i64(n_rows), jieba, path, length, flags, ids))
     counts = xp.cumsum(flags, dtype=xp.int64)
