@@ -96,37 +96,11 @@ def merge_short(end, n, scores, merge_keys, merge_ids, length, pid, sym_start, s
 
 
 @njit(**INLINE)
-def _before(sa, la, sb, lb):
-    return sa > sb or (sa == sb and la < lb)
-
-
-@njit(**INLINE)
-def _set(heap, hs, i, score, left, size, merged):
-    """Heap rows are (left symbol index, bytes of the pair, merged id) in ``heap``, scores in ``hs``."""
-    hs[i] = score
-    heap[i, 0], heap[i, 1], heap[i, 2] = left, size, merged
-
-
-@njit(**INLINE)
-def _move(heap, hs, to, source):
-    _set(heap, hs, to, hs[source], heap[source, 0], heap[source, 1], heap[source, 2])
-
-
-@njit(**INLINE)
-def _push(heap, hs, count, score, left, size, merged):
-    i = count
-    while i > 0:
-        parent = (i - 1) // 2
-        if not _before(score, left, hs[parent], heap[parent, 0]):
-            break
-        _move(heap, hs, i, parent)
-        i = parent
-    _set(heap, hs, i, score, left, size, merged)
-    return count + 1
-
-
-@njit(**INLINE)
 def _pop(heap, hs, count):
+    """The top row of the heap and the new count. Heap rows are (left symbol index, bytes of the
+    pair, merged id) in ``heap``, scores in ``hs``; a row is before another with a higher score,
+    or the same score and a lower left index (the helpers are written out: each small function
+    is one more compile)."""
     left, size, merged = heap[0, 0], heap[0, 1], heap[0, 2]
     count -= 1
     last = count  # its row moves down from the top
@@ -135,26 +109,37 @@ def _pop(heap, hs, count):
         child = 2 * i + 1
         if child >= count:
             break
-        if child + 1 < count and _before(hs[child + 1], heap[child + 1, 0], hs[child], heap[child, 0]):
-            child += 1
-        if not _before(hs[child], heap[child, 0], hs[last], heap[last, 0]):
+        other = child + 1
+        if other < count and (hs[other] > hs[child] or (hs[other] == hs[child] and heap[other, 0] < heap[child, 0])):
+            child = other
+        if not (hs[child] > hs[last] or (hs[child] == hs[last] and heap[child, 0] < heap[last, 0])):
             break
-        _move(heap, hs, i, child)
+        hs[i], heap[i, 0], heap[i, 1], heap[i, 2] = hs[child], heap[child, 0], heap[child, 1], heap[child, 2]
         i = child
-    _move(heap, hs, i, last)
+    hs[i], heap[i, 0], heap[i, 1], heap[i, 2] = hs[last], heap[last, 0], heap[last, 1], heap[last, 2]
     return left, size, merged, count
 
 
 @njit(**INLINE)
 def _offer(scores, merge_keys, merge_ids, sym_start, sym_id, nxt, n, left, heap, hs, count):
-    """Push the pair (left, its next symbol) when there is one and they join into a piece."""
+    """Push the pair (left, its next symbol) onto the heap (see :func:`_pop`) when there is one and
+    they join into a piece; returns the new count."""
     if left < 0 or nxt[left] >= n:
         return count
     right = nxt[left]
     merged = _merged(merge_keys, merge_ids, sym_id[left], sym_id[right])
     if merged < 0:
         return count
-    return _push(heap, hs, count, scores[merged], left, sym_start[nxt[right]] - sym_start[left], merged)
+    score = scores[merged]
+    i = count
+    while i > 0:  # sift up (the order of _pop)
+        parent = (i - 1) // 2
+        if not (score > hs[parent] or (score == hs[parent] and left < heap[parent, 0])):
+            break
+        hs[i], heap[i, 0], heap[i, 1], heap[i, 2] = hs[parent], heap[parent, 0], heap[parent, 1], heap[parent, 2]
+        i = parent
+    hs[i], heap[i, 0], heap[i, 1], heap[i, 2] = score, left, sym_start[nxt[right]] - sym_start[left], merged
+    return count + 1
 
 
 @njit(**JIT)
@@ -215,7 +200,7 @@ def merge_long(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_key
     for k in range(n):  # symbol n is a sentinel: sym_start[n] is the end
         prev[k] = k - 1
         nxt[k] = k + 1
-    count = 0
+    count = np.int64(0)  # typed, not a literal: a literal argument compiles the callees once more for it
     for k in range(n - 1):
         count = _offer(scores, merge_keys, merge_ids, sym_start, sym_id, nxt, n, k, heap, hs, count)
     alive = np.ones(n, np.bool_)

@@ -1,20 +1,24 @@
 """The options every Numba function of the CPU layer is compiled with. No CUDA twin: build settings.
 
 ``cache=True`` keeps compiled code on disk between processes (``$NUMBA_CACHE_DIR``), ``nogil=True``
-lets the thread pools of the encoders run jitted code in parallel. ``forceinline`` is said
-explicitly: a function that does not say it inherits it from the caller that first compiles it.
+lets the thread pools of the encoders run jitted code in parallel. ``forceinline`` and ``_nrt``
+are said explicitly: a function that does not say them inherits them from the caller that first
+compiles it.
 
 :data:`INLINE` is for the small helpers of the hot loops (a character's bytes, a hash lookup, a
 trie step): LLVM inlines them into every caller (``alwaysinline``), where an ordinary call would
 pass each array as a struct of seven words. Numba's own ``inline="always"`` gives the same code but
 splices the helper's IR into every call site before typing, and retypes the grown caller: that
 cost the row encoder tens of seconds of compiling (type inference and the inlining pass), where
-LLVM's inliner costs a fraction of a second.
+LLVM's inliner costs a fraction of a second. The helpers are compiled without Numba's reference
+counting (``_nrt=False``: they allocate nothing and return no array), so the arrays they take are
+not counted at every call: those counts, calls to ``NRT_incref``/``NRT_decref`` even on borrowed
+views (:mod:`cpu_fallback.borrow`), were a quarter of the row encoder's time.
 
->>> sorted(JIT), INLINE["forceinline"]
-(['cache', 'forceinline', 'nogil'], True)
+>>> sorted(JIT), INLINE["forceinline"], INLINE["_nrt"]
+(['_nrt', 'cache', 'forceinline', 'nogil'], True, False)
 """
 from __future__ import annotations
 
-JIT = dict(cache=True, nogil=True, forceinline=False)
-INLINE = dict(JIT, forceinline=True)
+JIT = dict(cache=True, nogil=True, forceinline=False, _nrt=True)
+INLINE = dict(JIT, forceinline=True, _nrt=False)

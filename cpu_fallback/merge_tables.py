@@ -157,7 +157,7 @@ def suffix_ids(data, offsets, ids):
     piece length, where walking every suffix forward in the trie would be quadratic in a piece's."""
     edge_keys, edge_values = empty_table(data.size + 1)
     node_ids = np.full(data.size + 1, -1, np.int32)
-    n_nodes = 1
+    n_nodes = np.int64(1)  # typed, not a literal: a literal argument compiles the callee once more for it
     for p in range(offsets.size - 1):
         node = 0
         for i in range(offsets[p + 1] - 1, offsets[p] - 1, -1):
@@ -166,7 +166,7 @@ def suffix_ids(data, offsets, ids):
             if child < 0:
                 child = n_nodes
                 n_nodes += 1
-                store(edge_keys, edge_values, key, child)
+                store(edge_keys, edge_values, key, np.int32(child))  # int32 as table_of stores: one compile
             node = child
         node_ids[node] = ids[p]
     found = np.full(data.size, -1, np.int32)
@@ -178,13 +178,20 @@ def suffix_ids(data, offsets, ids):
     return found
 
 
-@njit(**JIT)
 def pair_tables(data, offsets, ids, chars, state, check, label, eow):
     """The merges and joins tables of the pieces ``data[offsets[p]:offsets[p + 1])`` (ids ``ids``,
     the words of the trie ``state, check, label, eow``): every split of a piece into two symbols
     that are both pieces (or single characters) is a merge. The left part grows by one character
     per split, so its trie node is stepped on, not walked again; the right parts come from
     :func:`suffix_ids`. Linear in the total piece length."""
+    merge_keys, merge_ids, join_keys = _pair_keys(data, offsets, ids, chars[0], chars[1], state, check, label, eow)
+    joins = np.unique(join_keys)  # in NumPy: Numba's np.unique compiles for over a second
+    return table_of(merge_keys, merge_ids), table_of(joins, np.zeros(joins.size, np.int32))
+
+
+@njit(**JIT)
+def _pair_keys(data, offsets, ids, char_keys, char_ids, state, check, label, eow):
+    """The keys and ids of :func:`pair_tables`' merges, and its joins' keys (with repeats)."""
     merge_keys, merge_ids = np.empty(data.size, np.uint64), np.empty(data.size, np.int32)
     join_keys = np.empty(data.size, np.uint64)
     suffix = suffix_ids(data, offsets, ids)
@@ -192,14 +199,14 @@ def pair_tables(data, offsets, ids, chars, state, check, label, eow):
     for p in range(offsets.size - 1):
         begin, end = offsets[p], offsets[p + 1]
         width, key = char_at(data, begin, end)
-        left_char = lookup(chars[0], chars[1], key)
+        left_char = lookup(char_keys, char_ids, key)
         split = first = begin + width
-        node = 0  # the trie node of data[begin:split), -1 once no word starts so
+        node = np.int64(0)  # the trie node of data[begin:split), -1 once no word starts so
         for i in range(begin, split):
             node = trie_step(state, check, label, node, data[i]) if node >= 0 else -1
         while split < end:
             width, key = char_at(data, split, end)
-            right_char = lookup(chars[0], chars[1], key)
+            right_char = lookup(char_keys, char_ids, key)
             join_keys[n_joins] = pair_key(left_char, right_char)
             n_joins += 1
             if split == first:
@@ -214,5 +221,4 @@ def pair_tables(data, offsets, ids, chars, state, check, label, eow):
                 node = trie_step(state, check, label, node, data[i]) if node >= 0 else -1
             left_char = right_char
             split += width
-    joins = np.unique(join_keys[:n_joins])
-    return table_of(merge_keys[:n_merges], merge_ids[:n_merges]), table_of(joins, np.zeros(joins.size, np.int32))
+    return merge_keys[:n_merges], merge_ids[:n_merges], join_keys[:n_joins]

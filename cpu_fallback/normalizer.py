@@ -9,9 +9,9 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from .chunks import chunk_bounds
+from .chunks import chunk_bounds, run_chunks
 from .double_array import trie_step, trie_value, walk_prefixes
 from .jit import INLINE, JIT
 from .utf8 import sequence_at
@@ -102,9 +102,9 @@ def normalize_row(state, check, label, eow, targets, target_offsets, data, begin
             i += step
     if i == end:
         return 0
-    n = 0
+    n = np.int64(0)  # typed, not literals: a literal argument compiles the callee once more for it
     if dummy:
-        n = _put_symbol(symbol, 0, out, align, at, n, write, aligned)
+        n = _put_symbol(symbol, n, out, align, at, n, write, aligned)
     prev_space = collapse
     while i < end:
         first = data[i]
@@ -161,22 +161,19 @@ def trim_symbols(out, at, n, symbol):
     return n
 
 
-@njit(parallel=True, **JIT)
-def _rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy, row_offsets,
-          out, align, write, aligned, match_starts, bounds):
-    n_rows = offsets.size - 1
-    lengths = np.zeros(n_rows, np.int64)
+@njit(**JIT)
+def _rows(first, last, state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy,
+          row_offsets, out, align, write, aligned, match_starts, lengths):
+    """The lengths of rows first..last-1 (written from ``row_offsets`` on when ``write``)."""
     none = np.zeros(0, np.int64)
-    for c in prange(bounds.size - 1):
-        for r in range(bounds[c], bounds[c + 1]):
-            at = row_offsets[r]
-            n = normalize_row(state, check, label, eow, targets, target_offsets, data, offsets[r], offsets[r + 1],
-                              symbol, collapse, dummy, REPLACEMENT_BYTES, out, align, at, write, aligned, match_starts,
-                              none)
-            if write and collapse:
-                n = trim_symbols(out, at, n, symbol)
-            lengths[r] = n
-    return lengths
+    for r in range(first, last):
+        at = row_offsets[r]
+        n = normalize_row(state, check, label, eow, targets, target_offsets, data, offsets[r], offsets[r + 1],
+                          symbol, collapse, dummy, REPLACEMENT_BYTES, out, align, at, write, aligned, match_starts,
+                          none)
+        if write and collapse:
+            n = trim_symbols(out, at, n, symbol)
+        lengths[r] = n
 
 
 @njit(**INLINE)
@@ -254,18 +251,17 @@ def match_starts_table(state: np.ndarray, check: np.ndarray, label: np.ndarray, 
     return table
 
 
-@njit(parallel=True, **JIT)
-def _pack(out, align, row_offsets, offsets, lengths, new_offsets, packed, packed_align, aligned, bounds):
-    for c in prange(bounds.size - 1):
-        for r in range(bounds[c], bounds[c + 1]):
-            src, dst = row_offsets[r], new_offsets[r]
-            # element loops, not slice assignments: those compile Numba's shape-mismatch message (seconds)
+@njit(**JIT)
+def _pack(first, last, out, align, row_offsets, offsets, lengths, new_offsets, packed, packed_align, aligned):
+    for r in range(first, last):
+        src, dst = row_offsets[r], new_offsets[r]
+        # element loops, not slice assignments: those compile Numba's shape-mismatch message (seconds)
+        for k in range(lengths[r]):
+            packed[dst + k] = out[src + k]
+        if aligned:
             for k in range(lengths[r]):
-                packed[dst + k] = out[src + k]
-            if aligned:
-                for k in range(lengths[r]):
-                    packed_align[dst + r + k] = align[src + k]
-                packed_align[new_offsets[r + 1] + r] = offsets[r + 1] - offsets[r]
+                packed_align[dst + r + k] = align[src + k]
+            packed_align[new_offsets[r + 1] + r] = offsets[r + 1] - offsets[r]
 
 
 def normalize_text(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np.ndarray, targets: np.ndarray,
@@ -282,15 +278,17 @@ def normalize_text(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow:
     match_starts = match_starts_table(state, check, label, eow)
     bounds = chunk_bounds(np.diff(offsets), min_bytes=1 << 16)
     row_offsets = np.zeros(offsets.size, np.int64)
-    np.cumsum(_rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy,
-                    row_offsets, none8, none64, False, False, match_starts, bounds), out=row_offsets[1:])
+    lengths = np.zeros(offsets.size - 1, np.int64)
+    common = (state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy, row_offsets)
+    run_chunks(_rows, bounds, *common, none8, none64, False, False, match_starts, lengths)
+    np.cumsum(lengths, out=row_offsets[1:])
     total = int(row_offsets[-1])
     out, align = np.empty(total, np.uint8), (np.empty(total, np.int64) if aligned else none64)
-    lengths = _rows(state, check, label, eow, targets, target_offsets, data, offsets, symbol, collapse, dummy,
-                    row_offsets, out, align, True, bool(aligned), match_starts, bounds)
+    run_chunks(_rows, bounds, *common, out, align, True, bool(aligned), match_starts, lengths)
     new_offsets = np.zeros(offsets.size, np.int64)
     np.cumsum(lengths, out=new_offsets[1:])
     packed = np.empty(int(new_offsets[-1]), np.uint8)
     packed_align = np.empty(packed.size + lengths.size, np.int64) if aligned else none64
-    _pack(out, align, row_offsets, offsets, lengths, new_offsets, packed, packed_align, bool(aligned), bounds)
+    run_chunks(_pack, bounds, out, align, row_offsets, offsets, lengths, new_offsets, packed, packed_align,
+               bool(aligned))
     return packed, new_offsets, (packed_align if aligned else None)

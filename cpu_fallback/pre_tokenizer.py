@@ -7,8 +7,9 @@ uses every core.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from .chunks import chunk_bounds, run_chunks
 from .jit import INLINE, JIT
 from .utf8 import CLASS_SPACE, class_of, sequence_at
 
@@ -30,10 +31,9 @@ def _symbol_at(data, p, end, space):
     return (0 if c == CLASS_SPACE else c), max(n, 1)
 
 
-@njit(parallel=True, **JIT)
-def _cuts(data, offsets, joinable, space):
-    cuts = np.zeros(data.size, np.uint8)
-    for s in prange(offsets.size - 1):
+@njit(**JIT)
+def _cuts(first, last, data, offsets, joinable, space, cuts):
+    for s in range(first, last):
         begin, end = offsets[s], offsets[s + 1]
         p = begin
         prev = -1
@@ -43,7 +43,6 @@ def _cuts(data, offsets, joinable, space):
                 cuts[p] = 1
             prev = sym
             p += n
-    return cuts
 
 
 @njit(**INLINE)
@@ -68,9 +67,9 @@ def next_pre_token(data, p, end, table, accepting, space):
     return first, match_end
 
 
-@njit(parallel=True, **JIT)
-def _scan(data, seg_starts, seg_ends, table, accepting, space, marks):
-    for k in prange(seg_starts.size):
+@njit(**JIT)
+def _scan(first, last, data, seg_starts, seg_ends, table, accepting, space, marks):
+    for k in range(first, last):
         end = seg_ends[k]
         p = seg_starts[k]
         while p < end:
@@ -88,12 +87,7 @@ def pretokenize(data: np.ndarray, offsets: np.ndarray, dfa) -> tuple[np.ndarray,
     >>> [a.tolist() for a in pretokenize(data, np.array([0, 2, 7]), PreTokenDFA.compile("word"))]
     [[0, 2, 6], [3, 1, 2]]
     """
-    cuts = _cuts(data, offsets, dfa.joinable, np.uint32(dfa.space))
-    seg_starts = np.flatnonzero(cuts)
-    # strings are adjacent and each non-empty one starts with a cut, so a piece ends at the next cut
-    seg_ends = np.append(seg_starts[1:], data.size).astype(np.int64)
-    marks = np.zeros(data.size, np.uint8)
-    _scan(data, seg_starts, seg_ends, dfa.table, dfa.accepting, np.uint32(dfa.space), marks)
+    marks = pretokenize_marks(data, offsets, dfa)
     starts = np.flatnonzero(marks).astype(np.int64)
     return starts, (marks[starts] - 1).astype(np.uint8)
 
@@ -107,9 +101,13 @@ def pretokenize_marks(data: np.ndarray, offsets: np.ndarray, dfa) -> np.ndarray:
     >>> pretokenize_marks(data, np.array([0, 2, 7]), PreTokenDFA.compile("word")).tolist()
     [4, 0, 2, 0, 0, 0, 3]
     """
-    cuts = _cuts(data, offsets, dfa.joinable, np.uint32(dfa.space))
-    seg_starts = np.flatnonzero(cuts)
+    space = np.uint32(dfa.space)
+    cuts = np.zeros(data.size, np.uint8)
+    run_chunks(_cuts, chunk_bounds(np.diff(offsets)), data, offsets, dfa.joinable, space, cuts)
+    seg_starts = np.flatnonzero(cuts).astype(np.int64)
+    # strings are adjacent and each non-empty one starts with a cut, so a piece ends at the next cut
     seg_ends = np.append(seg_starts[1:], data.size).astype(np.int64)
     marks = np.zeros(data.size, np.uint8)
-    _scan(data, seg_starts, seg_ends, dfa.table, dfa.accepting, np.uint32(dfa.space), marks)
+    run_chunks(_scan, chunk_bounds(seg_ends - seg_starts), data, seg_starts, seg_ends, dfa.table, dfa.accepting,
+               space, marks)
     return marks
