@@ -132,9 +132,10 @@ lattice_emit(const i64* __restrict__ span_starts, const i64* __restrict__ span_e
 //   lattice_finish    per piece: the exact solve from its exact head (table-settled pieces), and its
 //                     token count (the route followed back from its end to its start).
 //   lattice_emit_pieces  per piece: its tokens after the earlier pieces' (a step per earlier piece).
-#define GT_LSLOT_I 9  // start, end, next, previous, state, span, tokens, head binade, classes
-#define GT_LSLOT_F 17 // value from head 0, lowest, highest, estimate, error, exact head, delta per class,
-                      // a split piece's part after the zone: head estimate, error; the rough delta
+#define GT_LSLOT_I 9  // start, end, next, previous, state, span, tokens, tokens of the earlier pieces, -
+#define GT_LSLOT_F 18 // value from head 0, lowest, highest, estimate, error, exact head, delta per class,
+                      // a split piece's part after the zone: head estimate, error; the rough delta, the
+                      // rough head
 #define GT_LCLASSES 8
 #define GT_LRING 64
 #define GT_LSLOT_EXACT 1
@@ -352,6 +353,17 @@ __device__ void lattice_zone(const LatticeArgs& g, i64 s, i64 a, i64 b, double h
     }
 }
 
+// Is this block the launch's last to get here? (every block fences its writes first; `done` counts)
+__device__ __forceinline__ bool last_block_done(u64* done) {
+    __shared__ int last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(done, 1ull) == (u64)gridDim.x - 1;
+    __syncthreads();
+    if (last) __threadfence();
+    return last;
+}
+
 // The span holding byte pos among spans sorted by start (-1 when none holds it).
 __device__ __forceinline__ i64 span_of(const LatticeArgs& g, i64 n_spans, i64 pos) {
     i64 lo = 0, hi = n_spans;
@@ -422,6 +434,21 @@ lattice_cuts(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, const
     }
 }
 
+// lattice_pieces' last block, a thread per long span (a step per piece): each piece's rough head,
+// the earlier pieces' values from head 0 added up (read through L2: written in the same launch).
+__device__ __noinline__ void rough_heads(i64 n_anchors, u64* counter, const i64* slot_i, double* slot_f) {
+    if (!last_block_done(counter + 1)) return;
+    const i64 n_long = (i64)__ldcg(counter);
+    for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
+        double rough = 0.0;
+        for (i64 t = n_anchors + r; t >= 0; t = __ldcg(slot_i + GT_LSLOT_I * t + 2)) {
+            GT_STEP();
+            slot_f[GT_LSLOT_F * t + 17] = rough;
+            rough += __ldcg(slot_f + GT_LSLOT_F * t);
+        }
+    }
+}
+
 // Per thread: one piece (grid-stride over the spans, then the anchors). Work: its bytes and edges,
 // once (and the anchors it passes without a cut).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
@@ -468,32 +495,53 @@ lattice_pieces(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, con
             fields[4] = GT_LSLOT_PENDING;
         }
     }
+    rough_heads(n_anchors, counter, slot_i, slot_f);
 }
 
-// Per thread: one pending piece: the earlier pieces' values from head 0 added up (a step per earlier
-// piece) give a rough estimate of its head, and one solve from there its rough delta, its value minus
-// its head computed in (about) the right binades, so with (about) the same roundings as the exact
-// one: float32 sums round each word's weight the same way at a given spacing, so the head-0 values
-// drift from the exact ones by a bias per word, which the rough deltas do not have.
+// Per thread: one pending piece: one solve from its rough head (lattice_pieces) gives its rough delta,
+// its value minus its head computed in (about) the right binades, so with (about) the same roundings
+// as the exact one: float32 sums round each word's weight the same way at a given spacing, so the
+// head-0 values drift from the exact ones by a bias per word, which the rough deltas do not have.
+// The launch's last block then walks each long span (a thread per span, a step per piece): each
+// piece's estimate, the earlier pieces' rough deltas added up, and the error the tables assume. The
+// rough deltas differ from the exact ones only where a piece's roundings differ: near binade edges,
+// ties and near-ties; lattice_resolve checks the error (an exact solve where it does not hold): in
+// doubles a bound of every rounding (far below the scores' spacing, so harmless), in float32 a few
+// dozen of the spacings at the head (a bound of every rounding there would span binades).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-lattice_estimate(LATTICE_ARGS, i64 n_slots, const i64* __restrict__ slot_i, double* __restrict__ slot_f) {
-    const i64 k = global_thread_index();
-    if (k >= n_slots) return;
-    const i64* fields = slot_i + GT_LSLOT_I * k;
-    double* floats = slot_f + GT_LSLOT_F * k;
-    if (fields[4] == GT_LSLOT_EXACT) floats[16] = floats[0];  // the first piece: its exact value
-    if (fields[4] != GT_LSLOT_PENDING) return;
+lattice_estimate(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ counter, const i64* __restrict__ slot_i,
+                 double* __restrict__ slot_f) {
     LATTICE_G;
-    double rough = 0.0;
-    for (i64 t = fields[3]; t >= 0; t = slot_i[GT_LSLOT_I * t + 3]) {
-        GT_STEP();
-        rough += slot_f[GT_LSLOT_F * t];
+    const i64 k = global_thread_index();
+    if (k < n_slots) {
+        const i64* fields = slot_i + GT_LSLOT_I * k;
+        double* floats = slot_f + GT_LSLOT_F * k;
+        if (fields[4] == GT_LSLOT_EXACT) floats[16] = floats[0];  // the first piece: its exact value
+        if (fields[4] == GT_LSLOT_PENDING)
+            floats[16] = lattice_values(g, fields[5], fields[0], fields[1], floats[17], -1.0, 0, nullptr) - floats[17];
     }
-    floats[16] = lattice_values(g, fields[5], fields[0], fields[1], rough, -1.0, 0, nullptr) - rough;
+    if (!last_block_done(counter + 2)) return;
+    const int precision = (mode & GT_LATTICE_FLOAT32) ? 24 : 53;
+    const i64 n_long = (i64)counter[0];
+    for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
+        double estimate = 0.0, earlier_pieces = 0.0, earlier_bytes = 0.0;
+        for (i64 t = n_anchors + r; t >= 0; t = slot_i[GT_LSLOT_I * t + 2]) {
+            GT_STEP();
+            double* floats = slot_f + GT_LSLOT_F * t;
+            const double at = fabs(estimate) + fabs(floats[1]) + 1.0;
+            floats[3] = estimate;
+            floats[4] = precision == 53
+                ? (2.0 * earlier_bytes + 3.0 * earlier_pieces + 2.0) * at * ldexp(1.0, 2 - precision)
+                : (64.0 + 8.0 * sqrt(earlier_pieces)) * ldexp(1.0, lattice_binade(at) - precision);
+            estimate += __ldcg(floats + 16);
+            earlier_bytes += (double)(slot_i[GT_LSLOT_I * t + 1] - slot_i[GT_LSLOT_I * t]);
+            earlier_pieces += 1.0;
+        }
+    }
 }
 
-// Per thread: one class of one pending piece (thread k * GT_LCLASSES + c): the earlier pieces' rough
-// deltas (a step each) for the estimate of its head, and at most two values-only solves of parts of it.
+// Per thread: one class of one pending piece (thread k * GT_LCLASSES + c): at most two values-only
+// solves of parts of it (and, every class thread the same, one pass for its split).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 lattice_settle(LATTICE_ARGS, i64 n_slots, const i64* __restrict__ slot_i, double* __restrict__ slot_f,
                i64* __restrict__ class_i) {
@@ -506,22 +554,7 @@ lattice_settle(LATTICE_ARGS, i64 n_slots, const i64* __restrict__ slot_i, double
     double* floats = slot_f + GT_LSLOT_F * k;
     const i64 a = fields[0], b = fields[1], s = fields[5];
     const int precision = (mode & GT_LATTICE_FLOAT32) ? 24 : 53;
-    double estimate = 0.0, earlier_pieces = 0.0, earlier_bytes = 0.0;
-    for (i64 t = fields[3]; t >= 0; t = slot_i[GT_LSLOT_I * t + 3]) {
-        GT_STEP();
-        estimate += slot_f[GT_LSLOT_F * t + 16];
-        earlier_bytes += (double)(slot_i[GT_LSLOT_I * t + 1] - slot_i[GT_LSLOT_I * t]);
-        earlier_pieces += 1.0;
-    }
-    // The rough deltas differ from the exact ones only where a piece's roundings differ: near binade
-    // edges, ties and near-ties. The error taken for them is what the tables assume, and
-    // lattice_resolve checks it (an exact solve where it does not hold): in doubles a bound of every
-    // rounding (far below the scores' spacing, so harmless), in float32 a few dozen of the spacings
-    // at the head (a bound of every rounding there would span binades).
-    const double at = fabs(estimate) + fabs(floats[1]) + 1.0;
-    const double error = precision == 53
-        ? (2.0 * earlier_bytes + 3.0 * earlier_pieces + 2.0) * at * ldexp(1.0, 2 - precision)
-        : (64.0 + 8.0 * sqrt(earlier_pieces)) * ldexp(1.0, lattice_binade(at) - precision);
+    const double estimate = floats[3], error = floats[4];
     const double low = fabs(estimate) - error, high = fabs(estimate) + error;
     const int e_head = lattice_binade(low);
     const int e_top = lattice_binade(fabs(estimate) - floats[1] + error + 1.0);  // the largest score's binade
@@ -546,8 +579,6 @@ lattice_settle(LATTICE_ARGS, i64 n_slots, const i64* __restrict__ slot_i, double
     if (classes && c1 != a && (lattice_binade(base) != e_head || lattice_binade(base + (classes - 1) * unit) != e_head))
         classes = 0;
     if (c == 0) {
-        floats[3] = estimate;
-        floats[4] = error;
         floats[14] = at_c2;
         floats[15] = error2;
         class_i[4 * k] = e_head;
@@ -628,31 +659,43 @@ lattice_resolve(LATTICE_ARGS, i64 n_anchors, const u64* __restrict__ counter, co
 }
 
 // Per thread: one piece of a long span: the exact solve from its exact head (pieces settled by their
-// table) and its token count, added to its span's.
+// table) and its token count, added to its span's. The launch's last block then walks each long span
+// (a thread per span, a step per piece): each piece's tokens before it in its span.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-lattice_finish(LATTICE_ARGS, i64 n_slots, const i64* __restrict__ scratch_offsets, i64* __restrict__ slot_i,
-               const double* __restrict__ slot_f, double* __restrict__ score, i64* __restrict__ route,
-               int* __restrict__ value, unsigned long long* __restrict__ token_counts) {
-    const i64 k = global_thread_index();
-    if (k >= n_slots) return;
-    i64* fields = slot_i + GT_LSLOT_I * k;
-    if (fields[4] != GT_LSLOT_CERTAIN && fields[4] != GT_LSLOT_EXACT) return;
+lattice_finish(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ counter,
+               const i64* __restrict__ scratch_offsets, i64* __restrict__ slot_i, const double* __restrict__ slot_f,
+               double* __restrict__ score, i64* __restrict__ route, int* __restrict__ value,
+               unsigned long long* __restrict__ token_counts) {
     LATTICE_G;
-    const i64 s = fields[5], begin = span_starts[s], row = scratch_offsets[s];
-    if (fields[4] == GT_LSLOT_CERTAIN)
-        lattice_solve(g, s, begin, fields[0], fields[1], slot_f[GT_LSLOT_F * k + 5], score + row, route + row,
-                      value + row);
-    i64 count = 0;
-    for (i64 q = fields[1] - begin; q > fields[0] - begin; q = route[row + q]) {
-        GT_STEP();
-        ++count;
+    const i64 k = global_thread_index();
+    i64* fields = slot_i + GT_LSLOT_I * (k < n_slots ? k : 0);
+    if (k < n_slots && (fields[4] == GT_LSLOT_CERTAIN || fields[4] == GT_LSLOT_EXACT)) {
+        const i64 s = fields[5], begin = span_starts[s], row = scratch_offsets[s];
+        if (fields[4] == GT_LSLOT_CERTAIN)
+            lattice_solve(g, s, begin, fields[0], fields[1], slot_f[GT_LSLOT_F * k + 5], score + row, route + row,
+                          value + row);
+        i64 count = 0;
+        for (i64 q = fields[1] - begin; q > fields[0] - begin; q = route[row + q]) {
+            GT_STEP();
+            ++count;
+        }
+        fields[6] = count;
+        atomicAdd(token_counts + s, (unsigned long long)count);
     }
-    fields[6] = count;
-    atomicAdd(token_counts + s, (unsigned long long)count);
+    if (!last_block_done(counter + 3)) return;
+    const i64 n_long = (i64)counter[0];
+    for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
+        i64 before = 0;
+        for (i64 t = n_anchors + r; t >= 0; t = slot_i[GT_LSLOT_I * t + 2]) {
+            GT_STEP();
+            slot_i[GT_LSLOT_I * t + 7] = before;
+            before += __ldcg(slot_i + GT_LSLOT_I * t + 6);
+        }
+    }
 }
 
 // Per thread: one piece of a long span: its tokens at its span's offset plus the earlier pieces'
-// counts (a step per earlier piece, one per token).
+// (a step per token).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 lattice_emit_pieces(const i64* __restrict__ span_starts, i64 n_slots, const i64* __restrict__ slot_i,
                     const i64* __restrict__ scratch_offsets, const i64* __restrict__ route,
@@ -663,11 +706,7 @@ lattice_emit_pieces(const i64* __restrict__ span_starts, i64 n_slots, const i64*
     const i64* fields = slot_i + GT_LSLOT_I * k;
     if (fields[4] != GT_LSLOT_CERTAIN && fields[4] != GT_LSLOT_EXACT) return;
     const i64 s = fields[5], begin = span_starts[s], row = scratch_offsets[s];
-    i64 out = token_offsets[s] + fields[6];
-    for (i64 t = fields[3]; t >= 0; t = slot_i[GT_LSLOT_I * t + 3]) {
-        GT_STEP();
-        out += slot_i[GT_LSLOT_I * t + 6];
-    }
+    i64 out = token_offsets[s] + fields[7] + fields[6];
     for (i64 q = fields[1] - begin; q > fields[0] - begin;) {
         GT_STEP();
         --out;

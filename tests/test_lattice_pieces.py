@@ -111,3 +111,46 @@ def test_span_without_cut_points_is_one_piece(monkeypatch, mode):
     want = run(get_backend("cpu"), trie, weights, data, starts, ends, -10.0, 0, mode)
     assert_same(run(be, trie, weights, data, starts, ends, -10.0, 0, mode), want)
     assert be.runtime.module("lattice").get_function("lattice_pieces").last_max_steps >= data.size
+
+
+def entry_properties(family: str, arch: str = "sm_90") -> dict[str, tuple[int, int]]:
+    """(registers, spilled bytes) of every kernel of ``cuda/<family>.cu`` from ptxas's report, read
+    per entry function (a __noinline__ device function's lines in between are not a kernel's)."""
+    import re
+
+    from cuda.bindings import nvrtc
+
+    from gpu_text.cuda_runtime import kernel_source_text, nvrtc_options
+
+    err, program = nvrtc.nvrtcCreateProgram(kernel_source_text(family).encode(), f"{family}.cu".encode(), 0, [], [])
+    try:
+        options = [o.encode() for o in (*nvrtc_options(), f"-arch={arch}", "--ptxas-options=-v")]
+        (err,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        _, size = nvrtc.nvrtcGetProgramLogSize(program)
+        log = bytearray(size)
+        nvrtc.nvrtcGetProgramLog(program, log)
+        text = log.decode(errors="replace").replace("\0", "")
+        assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, text
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+    found = {}
+    for block in text.split("Compiling entry function '")[1:]:
+        name = block.split("'", 1)[0]
+        spills = re.search(r"Function properties for " + name + r"\s*\n.*?(\d+) bytes spill stores, (\d+) bytes spill loads",
+                           block, re.S)
+        registers = re.search(r"Used (\d+) registers", block)
+        found[name] = (int(registers[1]), int(spills[1]) + int(spills[2]))
+    return found
+
+
+def test_lattice_kernels_keep_occupancy():
+    """Every lattice kernel on sm_90: at most 64 registers (>= 50% occupancy at 256 threads per
+    block) and no spills, from ptxas's report through NVRTC (needs cuda-bindings, not a GPU)."""
+    from tests.conftest import require
+
+    require("cuda.bindings")
+    report = entry_properties("lattice")
+    print("lattice (registers, spilled bytes):", report)
+    for kernel in PIECE_KERNELS:
+        registers, spilled = report[kernel]
+        assert spilled == 0 and registers <= 64, (kernel, registers, spilled)

@@ -16,7 +16,7 @@ LIST_BLOCKS = 1024
 # cuda/lattice.cu's GT_LCLASSES, GT_LSLOT_I and GT_LSLOT_F.
 CLASSES = 8
 SLOT_INTS = 9
-SLOT_FLOATS = 17
+SLOT_FLOATS = 18
 
 
 def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any, edge_starts: Any,
@@ -46,7 +46,7 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
     if n_anchors:
         n_edges = int(edge_starts.size)
         long_edge = xp.zeros(n, xp.int32)
-        counter = xp.zeros(1, xp.uint64)
+        counter = xp.zeros(4, xp.uint64)  # long spans; finished blocks of lattice_pieces, _estimate, _finish
         cuts, cut_spans = xp.empty(n_anchors, xp.int64), xp.empty(n_anchors, xp.int64)
         slot_i, slot_f = xp.empty(SLOT_INTS * n_slots, xp.int64), xp.empty(SLOT_FLOATS * n_slots, xp.float64)
         class_i = xp.empty(4 * n_slots, xp.int64)
@@ -59,13 +59,13 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
                (*lattice, i64(long_bytes), i64(chunk), i64(n_anchors), cuts, cut_spans, scratch_offsets, counter,
                 slot_i, slot_f, *scratch))
         launch(rt.function("lattice", "lattice_estimate"), blocks_for(n_slots, BLOCK),
-               (*lattice, i64(n_slots), slot_i, slot_f))
+               (*lattice, i64(n_anchors), i64(n_slots), counter, slot_i, slot_f))
         launch(rt.function("lattice", "lattice_settle"), blocks_for(n_slots * CLASSES, BLOCK),
                (*lattice, i64(n_slots), slot_i, slot_f, class_i))
         launch(rt.function("lattice", "lattice_resolve"), min(blocks_for(n_anchors, BLOCK), LIST_BLOCKS),
                (*lattice, i64(n_anchors), counter, scratch_offsets, slot_i, slot_f, class_i, *scratch))
         launch(rt.function("lattice", "lattice_finish"), blocks_for(n_slots, BLOCK),
-               (*lattice, i64(n_slots), scratch_offsets, slot_i, slot_f, *scratch, counts))
+               (*lattice, i64(n_anchors), i64(n_slots), counter, scratch_offsets, slot_i, slot_f, *scratch, counts))
     launch(rt.function("lattice", "lattice_route"), blocks_for(n, BLOCK),
            (*lattice, scratch_offsets, score, route, value, counts, i64(long_bytes)))
     token_offsets = xp.zeros(n + 1, xp.int64)
