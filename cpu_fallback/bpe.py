@@ -18,7 +18,7 @@ from numba import njit, prange
 
 from .borrow import borrow
 from .chunks import chunk_bounds
-from .jit import INLINE, JIT
+from .jit import INLINE, JIT, NOREF
 from .merge_tables import char_id_at, lookup, pair_key
 
 SHORT = 64  # parts of at most this many bytes are merged by scanning for the best pair (no heap)
@@ -64,7 +64,7 @@ def _write(length, pid, n_pieces, sym_start, sym_id, n):
         _one_symbol(length, pid, sym_start[k], sym_start[k + 1], sym_id[k], n_pieces)
 
 
-@njit(**JIT)
+@njit(**NOREF)
 def merge_short(end, n, scores, merge_keys, merge_ids, length, pid, sym_start, sym_id, pair_id, pair_score):
     """Merge the ``n`` characters of a part ending at ``end`` by scanning every pair for the best at
     each step (few symbols: cheaper than a heap). The scan that cut the part left each character's
@@ -280,7 +280,7 @@ def _memo_put(memo, filled, slot, h, begin, n):
     return filled
 
 
-@njit(**INLINE)
+@njit(**NOREF)
 def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, merge_ids, join_keys, join_values,
                      bmp_ids, length, pid, memo, filled, sym_start, sym_id, pair_id, pair_score):
     """Merge the pre-token data[begin:end); returns (memo rows filled, where its symbols are).
@@ -356,7 +356,7 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
     return filled, begin
 
 
-@njit(**JIT)
+@njit(**NOREF)
 def _merge_part(data, begin, end, n_chars, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid,
                 sym_start, sym_id, pair_id, pair_score):
     """Merge the part data[begin:end) of ``n_chars`` characters (their starts, ids and pair pieces in
@@ -413,7 +413,7 @@ def _encode_chunks(data, token_starts, token_ends, chunk_bounds, scores, char_ke
     return counts, sources
 
 
-@njit(**INLINE)
+@njit(**NOREF)
 def emit_pre_token(data, begin, end, source, byte_ids, unk_id, length, pid, ids, starts, ends, out,
                    spans):
     """Write the ids of pre-token data[begin:end), whose symbols are at ``source``, and (``spans``)

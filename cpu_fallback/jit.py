@@ -13,12 +13,14 @@ cost the row encoder tens of seconds of compiling (type inference and the inlini
 LLVM's inliner costs a fraction of a second. The helpers are compiled without Numba's reference
 counting (``_nrt=False``: they allocate nothing and return no array), so the arrays they take are
 not counted at every call: those counts, calls to ``NRT_incref``/``NRT_decref`` even on borrowed
-views (:mod:`cpu_fallback.borrow`), were a quarter of the row encoder's time.
+views (:mod:`cpu_fallback.borrow`), were a quarter of the row encoder's time. :data:`NOREF` is for the larger steps that allocate
+nothing either (a row's normalization, a pre-token's merge): ordinary calls, without the counts.
 
->>> sorted(JIT), INLINE["forceinline"], INLINE["_nrt"]
-(['_nrt', 'cache', 'forceinline', 'nogil'], True, False)
+>>> sorted(JIT), INLINE["forceinline"], INLINE["_nrt"], NOREF["forceinline"], NOREF["_nrt"]
+(['_nrt', 'cache', 'forceinline', 'nogil'], True, False, False, False)
 """
 from __future__ import annotations
 
 JIT = dict(cache=True, nogil=True, forceinline=False, _nrt=True)
 INLINE = dict(JIT, forceinline=True, _nrt=False)
+NOREF = dict(JIT, _nrt=False)

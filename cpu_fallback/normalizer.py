@@ -13,7 +13,7 @@ from numba import njit
 
 from .chunks import chunk_bounds, run_chunks
 from .double_array import trie_step, trie_value, walk_prefixes
-from .jit import INLINE, JIT
+from .jit import INLINE, JIT, NOREF
 from .utf8 import sequence_at
 
 _SPACE = 0x20
@@ -88,7 +88,7 @@ def _copy_char(data, i, width, begin, out, align, at, n, write, aligned):
     return n
 
 
-@njit(**JIT)
+@njit(**NOREF)
 def normalize_row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol, collapse, dummy,
                   replacement, out, align, at, write, aligned, match_starts, none):
     """Untrimmed output of one string (written at ``out[at:]`` when ``write``, each byte's origin at

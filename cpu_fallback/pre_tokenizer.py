@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 from .chunks import chunk_bounds, run_chunks
-from .jit import INLINE, JIT
+from .jit import INLINE, JIT, NOREF
 from .utf8 import CLASS_SPACE, class_of, sequence_at
 
 # Symbols: OTHER 0, SPACE (the space symbol) 1, DIGIT 2, ALPHA 3, HAN 4 as the character classes,
@@ -45,7 +45,7 @@ def _cuts(first, last, data, offsets, joinable, space, cuts):
             p += n
 
 
-@njit(**INLINE)
+@njit(**NOREF)
 def next_pre_token(data, p, end, table, accepting, space):
     """(symbol of its first character, end) of the pre-token starting at data[p]: the longest
     accepted DFA match, or the first character alone."""
