@@ -21,7 +21,7 @@ from numba import njit
 
 from .borrow import borrow
 from .chunks import chunk_bounds
-from .jit import JIT
+from .jit import INLINE, JIT
 from .normalizer import REPLACEMENT_BYTES, match_starts_table, normalize_row, trim_symbols
 from .utf8 import sequence_at
 
@@ -35,9 +35,8 @@ def _grown(array, size, keep):
 
 
 def trie_units(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np.ndarray) -> np.ndarray:
-    """The double-array trie packed one slot per 12-byte row: (base, check, the value of the word
-    ending there or -1). A step of the walk then reads one row (one cache miss, not three: the
-    walk is bound by memory latency), with :func:`~cpu_fallback.double_array.trie_step` and
+    """The byte-level double-array trie packed one slot per row: (base, check, the value of the
+    word ending there or -1), with :func:`~cpu_fallback.double_array.trie_step` and
     :func:`~cpu_fallback.double_array.trie_value`'s answers.
 
     >>> from cpu_fallback.double_array import arrays_of
@@ -58,77 +57,226 @@ def trie_units(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np.
     return units
 
 
-def char_nodes(units: np.ndarray) -> np.ndarray:
-    """The slot of :func:`trie_units` that each code point below U+10000 reaches from the root
-    (-1: no word begins with it; U+0000 and the surrogates too). The walk from a character then
-    starts after it: a Chinese character is 3 steps (dependent loads) fewer, and most walks are
-    only 1 or 2 characters long.
+def trie_words(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np.ndarray
+               ) -> tuple[list[bytes], np.ndarray]:
+    """The words of a byte-level double-array trie and their values (each word's slots read up to
+    the root, all words at once).
 
     >>> from cpu_fallback.double_array import arrays_of
-    >>> nodes = char_nodes(trie_units(*arrays_of(["é".encode(), b"ab"], [7, 8])))
-    >>> bool(nodes[ord("é")] >= 0), bool(nodes[ord("a")] >= 0), int(nodes[ord("b")])
-    (True, True, -1)
+    >>> words, values = trie_words(*arrays_of([b"ab", b"a", "中".encode()], [7, 8, 9]))
+    >>> sorted(zip(values.tolist(), words))
+    [(7, b'ab'), (8, b'a'), (9, b'\\xe4\\xb8\\xad')]
     """
-    cp = np.arange(0x10000, dtype=np.int64)
-    width = np.where(cp < 0x80, 1, np.where(cp < 0x800, 2, 3))
-    lead = np.where(width == 1, cp, np.where(width == 2, 0xC0 | (cp >> 6), 0xE0 | (cp >> 12)))
-    utf8 = [lead, np.where(width == 2, 0x80 | (cp & 0x3F), 0x80 | ((cp >> 6) & 0x3F)), 0x80 | (cp & 0x3F)]
-    size = units.shape[0]
-    pos = np.where((cp == 0) | ((cp >= 0xD800) & (cp < 0xE000)), -1, 0)
-    for k in range(3):
-        walking = (pos >= 0) & (k < width)
-        here = np.where(walking, pos, 0)
-        nxt = here ^ units[here, 0].astype(np.int64) ^ utf8[k]
-        inside = (nxt >= 0) & (nxt < size)
-        reached = inside & (units[np.where(inside, nxt, 0), 1].astype(np.int64) == here + 1)
-        pos = np.where(walking, np.where(reached, nxt, -1), pos)
-    return pos.astype(np.int32)
+    units = trie_units(state, check, label, eow)
+    ends = np.flatnonzero(units[:, 2] >= 0)
+    node, reversed_bytes = ends.astype(np.int64), []
+    while (node > 0).any():
+        reversed_bytes.append(np.where(node > 0, label[node].astype(np.int16), -1))
+        node = np.where(node > 0, check[node].astype(np.int64) - 1, 0)
+    table = np.array(reversed_bytes[::-1], np.int16).reshape(len(reversed_bytes), ends.size).T
+    words = [bytes(row[row >= 0].astype(np.uint8)) for row in table]
+    return words, units[ends, 2].copy()
 
 
-_TABLES: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+_MALFORMED = 0x110000  # + the byte: a malformed byte as one character of its own (the Ustr rule)
 
 
-def trie_tables(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`trie_units` and :func:`char_nodes` of a trie, built once per trie (~5 ms) and kept
-    while its arrays live."""
+def char_keys(word: bytes) -> list[int]:
+    """``word``'s characters as the encoder splits text (:func:`~cpu_fallback.utf8.sequence_at`):
+    code points, a malformed byte b as ``_MALFORMED + b``.
+
+    >>> char_keys("a中".encode()), char_keys(b"a\\xe4")
+    ([97, 20013], [97, 1114340])
+    """
+    try:
+        return [ord(c) for c in word.decode("utf-8")]  # CPython's strict decoder: the Ustr rule's characters
+    except UnicodeDecodeError:
+        data, keys, i = np.frombuffer(word, np.uint8).copy(), [], 0
+        while i < len(word):
+            length, cp = sequence_at(data, i, len(word))
+            keys.append(int(cp) if length else _MALFORMED + word[i])
+            i += max(int(length), 1)
+        return keys
+
+
+@njit(**JIT)
+def _find(free, i):
+    """The first free slot from i (``free[i] == i`` where free; path halving)."""
+    while free[i] != i:
+        free[i] = free[free[i]]
+        i = free[i]
+    return i
+
+
+@njit(**JIT)
+def _place(first_child, child_ids, capacity):
+    """Bases of a character trie's nodes (breadth-first, node 0 the root, node k's children the
+    nodes ``first_child[k]:first_child[k + 1]`` on characters ``child_ids``, ascending) so that
+    each child sits at its parent's base + its character id, every slot apart (first fit); the
+    root's base is 0. Each node's slot, and -1 when ``capacity`` slots were too few."""
+    n = first_child.size - 1
+    free = np.arange(capacity + 1)
+    slot_of, base_of = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    free[0] = 1
+    for node in range(n):
+        a, b = first_child[node], first_child[node + 1]
+        if a == b:
+            continue
+        low = child_ids[a]
+        base = np.int64(0)
+        if node > 0:
+            f = _find(free, low)
+            while True:
+                base = f - low
+                if base + child_ids[b - 1] >= capacity:
+                    return slot_of, base_of, np.int64(-1)
+                fits = True
+                for j in range(a + 1, b):
+                    if free[base + child_ids[j]] != base + child_ids[j]:
+                        fits = False
+                        break
+                if fits:
+                    break
+                f = _find(free, f + 1)
+        if base + child_ids[b - 1] >= capacity:
+            return slot_of, base_of, np.int64(-1)
+        base_of[node] = base
+        for j in range(a, b):
+            s = base + child_ids[j]
+            slot_of[j] = s
+            free[s] = s + 1
+    return slot_of, base_of, np.int64(0)
+
+
+def char_trie(words: list[bytes], values: np.ndarray, weights: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A character-level double-array trie of ``words``: each character a small id, one step per
+    character (a Chinese character is one dependent load, not three, and the table a seventh of
+    the byte trie's: 0.4 MB for 32k pieces, which stays in one core's L2).
+
+    Returns ``units`` (rows of base, parent slot + 1, the value of the word ending there or -1;
+    the child on id c of slot s is ``units[s, 0] + c`` where ``units[that, 1] == s + 1``; the root
+    is slot 0 with base 0, so a first character's slot is its id), ``bmp_ids`` (the id of each
+    code point below U+10000, 0: in no word) and the sorted other keys of :func:`char_keys` with
+    their ids. Ids of first characters come first, the most likely (by their one-character word's
+    weight) lowest, so the walks' first slots share cache lines.
+
+    >>> units, bmp, keys, ids = char_trie([b"a", b"ab", "中".encode()], np.array([7, 8, 9]), np.zeros(10))
+    >>> int(units[bmp[ord("a")], 2]), int(units[bmp[ord("中")], 2]), int(bmp[ord("x")])
+    (7, 9, 0)
+    >>> int(units[units[bmp[ord("a")], 0] + bmp[ord("b")], 2])
+    8
+    """
+    keyed = [char_keys(w) for w in words]
+    firsts: dict[int, float] = {}
+    for k, v in zip(keyed, values.tolist()):
+        if k and (len(k) == 1 or k[0] not in firsts):
+            firsts[k[0]] = float(weights[v]) if len(k) == 1 else firsts.get(k[0], -np.inf)
+    order = sorted(firsts, key=lambda c: -firsts[c])
+    rest = sorted({c for k in keyed for c in k[1:]} - firsts.keys())
+    id_of = {c: i + 1 for i, c in enumerate(order + rest)}
+    children: list[dict[int, int]] = [{}]  # node -> {character id: node}
+    value_of = [-1]
+    for k, v in zip(keyed, values.tolist()):
+        node = 0
+        for c in k:
+            child = children[node].get(id_of[c])
+            if child is None:
+                child = children[node][id_of[c]] = len(children)
+                children.append({})
+                value_of.append(-1)
+            node = child
+        value_of[node] = v
+    # breadth-first renumbering: each node's children consecutive, in ascending id
+    bfs, first_child, child_ids, i = [0], [0], [], 0
+    while i < len(bfs):
+        kids = sorted(children[bfs[i]].items())
+        child_ids += [c for c, _ in kids]
+        bfs += [node for _, node in kids]
+        first_child.append(len(bfs) - 1)
+        i += 1
+    first = np.array(first_child, np.int64)
+    ids = np.array(child_ids, np.int64)
+    capacity = 2 * len(bfs) + 2 * len(id_of) + 64
+    while True:
+        slot_of, base_of, failed = _place(first, ids, capacity)
+        if failed == 0:
+            break
+        capacity *= 2
+    slots = np.concatenate([[0], slot_of[:len(bfs) - 1]])  # node bfs[j] sits at slots[j]
+    size = int(slots.max()) + len(id_of) + 2  # any base + any id stays inside
+    units = np.zeros((size, 3), np.int32)
+    units[:, 2] = -1
+    units[slots, 0] = base_of
+    parents = np.repeat(np.arange(len(bfs)), np.diff(first))
+    units[slots[1:], 1] = slots[parents] + 1
+    units[slots, 2] = np.array(value_of, np.int32)[bfs]
+    bmp = np.zeros(0x10000, np.int32)
+    small = [c for c in id_of if c < 0x10000]
+    bmp[small] = [id_of[c] for c in small]
+    keys = np.array(sorted(c for c in id_of if c >= 0x10000), np.int64)
+    return units, bmp, keys, np.array([id_of[int(c)] for c in keys], np.int32)
+
+
+_TABLES: dict[int, tuple[np.ndarray, ...]] = {}
+
+
+def trie_tables(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np.ndarray, weights: np.ndarray
+                ) -> tuple[np.ndarray, ...]:
+    """:func:`char_trie` of a byte-level trie's words, built once per trie and kept while its
+    arrays live."""
     key = id(state)
     tables = _TABLES.get(key)
     if tables is None:
-        units = trie_units(state, check, label, eow)
-        tables = _TABLES[key] = (units, char_nodes(units))
+        words, values = trie_words(state, check, label, eow)
+        tables = _TABLES[key] = char_trie(words, values, weights)
         weakref.finalize(state, _TABLES.pop, key, None)  # before the id can be reused
     return tables
 
 
-_NO_CHAR = 0x110000  # a code point past char_nodes: the walk starts at the root
-
-
-@njit(**JIT)
+@njit(**INLINE)
 def lead_char_at(text, i, end):
     """(length, code point) of the character at text[i] as its lead byte says: on well-formed
     UTF-8 :func:`~cpu_fallback.utf8.sequence_at`'s answer without its checks, which cost a third
-    of the lattice's time on Chinese text (a stray byte is one character past ``char_nodes``).
+    of the lattice's time on Chinese text (a stray byte is one character of no word).
 
     >>> [lead_char_at(np.frombuffer(s, np.uint8), 0, len(s)) for s in (b"a", "é".encode(), "中".encode(), "😀".encode())]
-    [(1, 97), (2, 233), (3, 20013), (4, 1114112)]
+    [(1, 97), (2, 233), (3, 20013), (4, 128512)]
     """
     b0 = np.int64(text[i])
     if b0 < 0x80:
         return 1, b0
     if b0 < 0xC0:
-        return 1, np.int64(_NO_CHAR)
+        return 1, _MALFORMED + b0
     if b0 < 0xE0:
         if i + 2 > end:
-            return 1, np.int64(_NO_CHAR)
+            return 1, _MALFORMED + b0
         return 2, ((b0 & 0x1F) << 6) | (np.int64(text[i + 1]) & 0x3F)
     if b0 < 0xF0:
         if i + 3 > end:
-            return 1, np.int64(_NO_CHAR)
+            return 1, _MALFORMED + b0
         return 3, ((b0 & 0x0F) << 12) | ((np.int64(text[i + 1]) & 0x3F) << 6) | (np.int64(text[i + 2]) & 0x3F)
     if i + 4 > end:
-        return 1, np.int64(_NO_CHAR)
-    return 4, np.int64(_NO_CHAR)  # past char_nodes either way
+        return 1, _MALFORMED + b0
+    return 4, (((b0 & 0x07) << 18) | ((np.int64(text[i + 1]) & 0x3F) << 12) | ((np.int64(text[i + 2]) & 0x3F) << 6)
+               | (np.int64(text[i + 3]) & 0x3F))
+
+
+@njit(**INLINE)
+def _char_id(cp, bmp_ids, keys, key_ids):
+    """The character trie's id of a key of :func:`char_keys` (0: in no word)."""
+    if cp < 0x10000:
+        return np.int64(bmp_ids[cp])
+    lo, hi = 0, keys.size
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if keys[mid] < cp:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < keys.size and keys[lo] == cp:
+        return np.int64(key_ids[lo])
+    return np.int64(0)
 
 
 def writes_well_formed(targets: np.ndarray, target_offsets: np.ndarray, symbol: np.ndarray) -> bool:
@@ -153,74 +301,72 @@ def writes_well_formed(targets: np.ndarray, target_offsets: np.ndarray, symbol: 
 
 
 @njit(**JIT)
-def _solve_row(text, at, n, well_formed, units, char_nodes, weights, unk_score, score, route, value):
-    """The best path of ``text[at:at + n]`` into ``score``/``route``/``value`` (rows of n + 1;
-    route and value are read only where a path ends, which every character boundary is).
-    ``well_formed``: the text is well-formed UTF-8, so each lead byte gives its character."""
-    for k in range(n + 1):
-        score[k] = -np.inf
+def _solve_row(text, at, n, well_formed, units, bmp_ids, keys, key_ids, weights, unk_score, score, route, value,
+               char_at, char_id):
+    """The best path of ``text[at:at + n]`` over its characters: their count K, their starts in
+    ``char_at`` (K + 1, the last n) and for each character boundary k ``score``/``route`` (the
+    boundary where its last token starts)/``value`` (that token's id, -1 unknown); route and value
+    are read only where a path ends, which every boundary is. ``well_formed``: the text is
+    well-formed UTF-8, so each lead byte gives its character."""
     score[0] = 0.0
-    size = units.shape[0]
+    count = 0
     p = 0
-    while p < n:
+    while p < n:  # each character's id once, not once per walk over it
         if well_formed:
             length, cp = lead_char_at(text, at + p, at + n)
         else:
             length, cp = sequence_at(text, at + p, at + n)
-        here = score[p]
+            if length == 0:
+                length, cp = 1, _MALFORMED + np.int64(text[at + p])
+        char_at[count] = p
+        char_id[count] = _char_id(np.int64(cp), bmp_ids, keys, key_ids)
+        count += 1
+        score[count] = -np.inf
+        p += length
+    char_at[count] = n
+    for k in range(count):
+        here = score[k]
+        pos = np.int64(char_id[k])  # the root's base is 0
         single = False
-        start = at + p
-        pos = np.int64(0)
-        if length == 0:  # a malformed byte is one character, walked from the root
-            length = 1
-        elif cp < char_nodes.size:  # the walk through the character's own bytes, done once per model
-            pos = np.int64(char_nodes[cp])
-            start += length
-            if pos >= 0:
-                v = units[pos, 2]
-                if v >= 0:
-                    single = True
-                    candidate = float(np.float32(here + weights[v]))
-                    if candidate > score[p + length]:
-                        score[p + length] = candidate
-                        route[p + length] = p
-                        value[p + length] = v
-        if pos >= 0:
-            for i in range(start, at + n):
-                byte = text[i]
-                nxt = pos ^ np.int64(units[pos, 0]) ^ np.int64(byte)
-                if byte == 0 or nxt < 0 or nxt >= size or units[nxt, 1] != pos + 1:  # byte 0 leads to value slots
+        if units[pos, 1] == 1:
+            v = units[pos, 2]
+            if v >= 0:
+                single = True
+                candidate = float(np.float32(here + weights[v]))
+                if candidate > score[k + 1]:
+                    score[k + 1] = candidate
+                    route[k + 1] = k
+                    value[k + 1] = v
+            for m in range(k + 1, count):
+                nxt = np.int64(units[pos, 0]) + char_id[m]
+                if units[nxt, 1] != pos + 1:
                     break
                 pos = nxt
                 v = units[pos, 2]
                 if v >= 0:
-                    to = i + 1 - at
                     candidate = float(np.float32(here + weights[v]))
-                    if candidate > score[to]:
-                        score[to] = candidate
-                        route[to] = p
-                        value[to] = v
-                    if to == p + length:
-                        single = True
+                    if candidate > score[m + 1]:
+                        score[m + 1] = candidate
+                        route[m + 1] = k
+                        value[m + 1] = v
         if not single:
-            to = p + length
             candidate = float(np.float32(here + unk_score))
-            if candidate > score[to]:
-                score[to] = candidate
-                route[to] = p
-                value[to] = -1
-        p += length
+            if candidate > score[k + 1]:
+                score[k + 1] = candidate
+                route[k + 1] = k
+                value[k + 1] = -1
+    return count
 
 
 @njit(**JIT)
 def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy, growth, match_starts, well_formed,
-                 units, char_nodes, weights, unk_score, unk_id, byte_fallback, byte_ids, with_spans):
+                 units, bmp_ids, keys, key_ids, weights, unk_score, unk_id, byte_fallback, byte_ids, with_spans):
     """Ids of rows first..last-1, ids per row, and (``with_spans``) each id's span in the original row."""
     none8, none64 = np.zeros(0, np.uint8), np.zeros(0, np.int64)
     state, check, label, eow = (borrow(normalizer[0]), borrow(normalizer[1]), borrow(normalizer[2]),
                                 borrow(normalizer[3]))
     targets, target_offsets, symbol = borrow(normalizer[4]), borrow(normalizer[5]), borrow(symbol)
-    units, char_nodes = borrow(units), borrow(char_nodes)
+    units, bmp_ids, keys, key_ids = borrow(units), borrow(bmp_ids), borrow(keys), borrow(key_ids)
     weights, byte_ids = borrow(weights), borrow(byte_ids)
     match_starts, replacement = borrow(match_starts), borrow(REPLACEMENT_BYTES)
     size = (offsets[last] - offsets[first]) * 3 // 2 + 64
@@ -231,7 +377,9 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
     row_size = 1024
     score_owner, route_owner, value_owner = np.empty(row_size, np.float64), np.empty(row_size, np.int64), np.empty(
         row_size, np.int32)
+    char_at_owner, char_id_owner = np.empty(row_size, np.int32), np.empty(row_size, np.int32)
     score, route, value = borrow(score_owner), borrow(route_owner), borrow(value_owner)
+    char_at, char_id = borrow(char_at_owner), borrow(char_id_owner)
     n_guess = size // 3
     n_spans = n_guess if with_spans else 1
     ids_owner, starts_owner, ends_owner = np.empty(n_guess, np.int32), np.empty(n_spans, np.int64), np.empty(
@@ -261,28 +409,31 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
             row_size = max(2 * score.size, n + 1)
             score_owner, route_owner = np.empty(row_size, np.float64), np.empty(row_size, np.int64)
             value_owner = np.empty(row_size, np.int32)
+            char_at_owner, char_id_owner = np.empty(row_size, np.int32), np.empty(row_size, np.int32)
             score, route, value = borrow(score_owner), borrow(route_owner), borrow(value_owner)
+            char_at, char_id = borrow(char_at_owner), borrow(char_id_owner)
         if n_ids + n > ids.size:  # a row gives at most one id per byte
             grown = max(2 * ids.size, n_ids + n)
             ids_owner = _grown(ids_owner, grown, n_ids)
             if with_spans:
                 starts_owner, ends_owner = _grown(starts_owner, grown, n_ids), _grown(ends_owner, grown, n_ids)
             ids, starts, ends = borrow(ids_owner), borrow(starts_owner), borrow(ends_owner)
-        _solve_row(text, at, n, well_formed, units, char_nodes, weights, unk_score, score, route, value)
-        # the path backward: each token's start goes to route[its end]'s slot chain; reverse it in
-        # place over score's slots (free now) as (end) positions, then emit forward
-        k = n
-        count = 0
+        count = _solve_row(text, at, n, well_formed, units, bmp_ids, keys, key_ids, weights, unk_score, score,
+                           route, value, char_at, char_id)
+        # the path backward: each token's start boundary is route[its end]; reverse the chain in
+        # place over score's slots (free now) as end boundaries, then emit forward
+        k = count
+        tokens = 0
         while k > 0:
-            score[count] = k  # token ends, last first (exact in float64)
-            count += 1
+            score[tokens] = k  # token ends, last first (exact in float64)
+            tokens += 1
             k = route[k]
         row_first = n_ids
         previous_unknown = False
-        for j in range(count - 1, -1, -1):
-            e = np.int64(score[j])
-            s = route[e]
-            v = value[e]
+        for j in range(tokens - 1, -1, -1):
+            e_char = np.int64(score[j])
+            s, e = char_at[route[e_char]], char_at[e_char]
+            v = value[e_char]
             if v < 0 and byte_fallback:
                 for b in range(s, e):
                     ids[n_ids] = byte_ids[text[at + b]]
@@ -303,7 +454,8 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
                 starts[k], ends[k] = align[starts[k]], align[ends[k]]
         counts[r - first] = n_ids - row_first
         at += n
-    keep = text_owner.size + align_owner.size + score_owner.size + route_owner.size + value_owner.size
+    keep = (text_owner.size + align_owner.size + score_owner.size + route_owner.size + value_owner.size
+            + char_at_owner.size + char_id_owner.size)
     n_spans = n_ids if with_spans else 0
     return ids_owner[:n_ids], counts, starts_owner[:n_spans], ends_owner[:n_spans], keep
 
@@ -331,7 +483,7 @@ def encode_unigram_text(data, offsets, normalizer, symbol, collapse, dummy, grow
     c = np.ascontiguousarray
     common = (tuple(c(a) for a in normalizer), c(symbol), collapse, dummy, growth, match_starts,
               writes_well_formed(normalizer[4], normalizer[5], symbol),
-              *trie_tables(*(np.asarray(a) for a in trie)), c(weights, dtype=np.float64), np.float64(unk_score), np.int32(unk_id),
+              *trie_tables(*(np.asarray(a) for a in trie), np.asarray(weights)), c(weights, dtype=np.float64), np.float64(unk_score), np.int32(unk_id),
               bool(byte_fallback), c(byte_ids, dtype=np.int32), bool(with_spans))
 
     def chunk(k: int):
