@@ -19,7 +19,6 @@ import numba
 import numpy as np
 from numba import njit
 
-from .borrow import borrow
 from .bpe import emit_pre_token, encode_pre_token, memo_rows, new_scratch
 from .chunks import chunk_bounds
 from .double_array import walk_prefixes
@@ -59,31 +58,19 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
     ``symbols``: the user-defined symbols' trie arrays; ``memo`` and ``scratch``: an empty memo and
     :func:`~cpu_fallback.bpe.new_scratch`."""
     none8, none64 = np.zeros(0, np.uint8), np.zeros(0, np.int64)
-    # per pre-token work gets borrowed views (see cpu_fallback.borrow) of the arguments and of the
-    # buffers (kept in *_owner variables, which stay in use to the end)
-    scores, byte_ids, dfa_table, dfa_accepting = borrow(scores), borrow(byte_ids), borrow(dfa_table), borrow(
-        dfa_accepting)
-    char_keys, char_ids, merge_keys, merge_ids = borrow(char_keys), borrow(char_ids), borrow(merge_keys), borrow(
-        merge_ids)
-    join_keys, join_values, bmp_ids = borrow(join_keys), borrow(join_values), borrow(bmp_ids)
-    memo = borrow(memo)
-    state, check, label, eow = (borrow(normalizer[0]), borrow(normalizer[1]), borrow(normalizer[2]),
-                                borrow(normalizer[3]))
-    targets, target_offsets, symbol = borrow(normalizer[4]), borrow(normalizer[5]), borrow(symbol)
-    match_starts, replacement = borrow(match_starts), borrow(REPLACEMENT_BYTES)
-    sym_start, sym_id, pair_id, pair_score = borrow(scratch[0][0]), borrow(scratch[1][0]), borrow(
-        scratch[2][0]), borrow(scratch[3][0])
+    # no borrowed views (cpu_fallback.borrow) needed: the per-row and per-pre-token steps are compiled
+    # without reference counting (jit.NOREF, jit.INLINE), so passing them arrays costs no counts
+    state, check, label, eow, targets, target_offsets = normalizer
+    replacement = REPLACEMENT_BYTES
+    sym_start, sym_id, pair_id, pair_score = scratch[0][0], scratch[1][0], scratch[2][0], scratch[3][0]
     # first guesses (the buffers grow): normalized text ~ the input (spaces become 3-byte symbols),
     # ids ~ a third of its bytes
     size = (offsets[last] - offsets[first]) * 3 // 2 + 64
-    text_owner, length_owner, pid_owner = np.empty(size, np.uint8), np.empty(size, np.int32), np.empty(size, np.int32)
-    align_owner = np.empty(size if with_spans else 1, np.int64)
+    text, length, pid = np.empty(size, np.uint8), np.empty(size, np.int32), np.empty(size, np.int32)
+    align = np.empty(size if with_spans else 1, np.int64)
     n_guess = size // 3
     n_spans = n_guess if with_spans else 1  # spans are written only when asked for
-    ids_owner, starts_owner, ends_owner = np.empty(n_guess, np.int32), np.empty(n_spans, np.int64), np.empty(
-        n_spans, np.int64)
-    text, length, pid, align = borrow(text_owner), borrow(length_owner), borrow(pid_owner), borrow(align_owner)
-    ids, starts, ends = borrow(ids_owner), borrow(starts_owner), borrow(ends_owner)
+    ids, starts, ends = np.empty(n_guess, np.int32), np.empty(n_spans, np.int64), np.empty(n_spans, np.int64)
     counts = np.zeros(last - first, np.int64)
     # typed values, not literals, wherever they reach a jitted call: Numba compiles a callee once
     # per distinct literal argument (normalize_row three times over, with literal 0/False/True)
@@ -97,11 +84,8 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
                                       match_starts, none64) + 1
             if need > text.size:
                 grown = max(2 * text.size, need)
-                text_owner, length_owner = _grown(text_owner, grown, at), _grown(length_owner, grown, at)
-                pid_owner, align_owner = _grown(pid_owner, grown, at), _grown(align_owner, grown if with_spans else 1,
-                                                                             at if with_spans else 0)
-                text, length, pid, align = borrow(text_owner), borrow(length_owner), borrow(pid_owner), borrow(
-                    align_owner)
+                text, length, pid = _grown(text, grown, at), _grown(length, grown, at), _grown(pid, grown, at)
+                align = _grown(align, grown if with_spans else 1, at if with_spans else 0)
         n = normalize_row(state, check, label, eow, targets, target_offsets, data, begin, end, symbol, collapse, dummy,
                           replacement, text, align, at, yes, with_spans, match_starts, none64)
         if collapse:
@@ -110,10 +94,9 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
             align[at + n] = end - begin
         if n_ids + n > ids.size:  # a row gives at most one id per byte
             grown = max(2 * ids.size, n_ids + n)
-            ids_owner = _grown(ids_owner, grown, n_ids)
+            ids = _grown(ids, grown, n_ids)
             if with_spans:
-                starts_owner, ends_owner = _grown(starts_owner, grown, n_ids), _grown(ends_owner, grown, n_ids)
-            ids, starts, ends = borrow(ids_owner), borrow(starts_owner), borrow(ends_owner)
+                starts, ends = _grown(starts, grown, n_ids), _grown(ends, grown, n_ids)
         row_ids = n_ids
         p = at
         symbol_start, symbol_end, symbol_id = _next_symbol(text, p, at + n, symbols)
@@ -138,9 +121,8 @@ def _encode_rows(data, offsets, first, last, normalizer, symbol, collapse, dummy
                 starts[k], ends[k] = align[starts[k]], align[ends[k]]
         counts[r - first] = n_ids - row_ids
         at += n
-    keep = text_owner.size + length_owner.size + pid_owner.size + align_owner.size  # in use to the end
     n_spans = n_ids if with_spans else 0
-    return ids_owner[:n_ids], counts, starts_owner[:n_spans], ends_owner[:n_spans], keep
+    return ids[:n_ids], counts, starts[:n_spans], ends[:n_spans]
 
 
 def encode_text(data, offsets, normalizer, symbol, collapse, dummy, growth, dfa, scores, byte_ids, unk_id, tables,
@@ -159,7 +141,7 @@ def encode_text(data, offsets, normalizer, symbol, collapse, dummy, growth, dfa,
     # may merge once per chunk): 8-17% less time than one chunk per thread at 16k and 32k, zh and en,
     # measured interleaved; smaller chunks keep their row buffers in cache and the threads even
     bounds = chunk_bounds(np.diff(offsets), per_thread=8)
-    c = np.ascontiguousarray  # borrowed views need C order
+    c = np.ascontiguousarray  # one layout, one compile
     if symbols is None:  # the one-slot placeholder trie, which _next_symbol skips
         symbols = (np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.uint8), np.zeros(1, np.uint8))
     common = (tuple(c(a) for a in normalizer), c(symbol), collapse, dummy, growth, match_starts, c(dfa.table),
@@ -169,7 +151,7 @@ def encode_text(data, offsets, normalizer, symbol, collapse, dummy, growth, dfa,
     def chunk(c: int):
         first, last = int(bounds[c]), int(bounds[c + 1])
         memo = np.zeros((memo_rows(int(offsets[last] - offsets[first])), 2), np.int64)
-        return _encode_rows(data, offsets, first, last, *common, memo, new_scratch(1))[:4]
+        return _encode_rows(data, offsets, first, last, *common, memo, new_scratch(1))
 
     n_chunks = bounds.size - 1
     if n_chunks <= 1 or numba.get_num_threads() == 1:
