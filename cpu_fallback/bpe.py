@@ -331,19 +331,25 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
                 else:
                     _one_symbol(length, pid, part, i, sym_id[0], n_pieces)
                     _one_symbol(length, pid, i, after, char, n_pieces)
-            elif not word or part > begin or after < end:  # a word that is one part was looked up whole
-                slot, at = _memo_find(memo, data, h, part, n)
+            else:
+                remember = not word or part > begin or after < end  # a word that is one part was looked up whole
+                slot, at = np.int64(0), np.int64(-1)
+                if remember:
+                    slot, at = _memo_find(memo, data, h, part, n)
                 if at >= 0:
                     for q in range(n):
                         length[part + q] = length[at + q]
                         pid[part + q] = pid[at + q]
                 else:
-                    _merge_part(data, part, after, n_chars, scores, char_keys, char_ids, bmp_ids, merge_keys,
-                                merge_ids, length, pid, sym_start, sym_id, pair_id, pair_score)
-                    filled = _memo_put(memo, filled, slot, h, part, n)
-            else:
-                _merge_part(data, part, after, n_chars, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids,
-                            length, pid, sym_start, sym_id, pair_id, pair_score)
+                    # the scratch arrays hold the part's characters when it is at most SHORT bytes long
+                    if n <= SHORT:
+                        merge_short(after, n_chars, scores, merge_keys, merge_ids, length, pid, sym_start, sym_id,
+                                    pair_id, pair_score)
+                    else:
+                        merge_long(data, part, after, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids,
+                                   length, pid)
+                    if remember:
+                        filled = _memo_put(memo, filled, slot, h, part, n)
             part = after
             h = _BASIS
             n_chars = 0
@@ -354,17 +360,6 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
         slot, _ = _memo_find(memo, data, word_hash, begin, end - begin)
         filled = _memo_put(memo, filled, slot, word_hash, begin, end - begin)
     return filled, begin
-
-
-@njit(**NOREF)
-def _merge_part(data, begin, end, n_chars, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid,
-                sym_start, sym_id, pair_id, pair_score):
-    """Merge the part data[begin:end) of ``n_chars`` characters (their starts, ids and pair pieces in
-    the scratch arrays when it is at most SHORT bytes long)."""
-    if end - begin <= SHORT:
-        merge_short(end, n_chars, scores, merge_keys, merge_ids, length, pid, sym_start, sym_id, pair_id, pair_score)
-    else:
-        merge_long(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_keys, merge_ids, length, pid)
 
 
 @njit(**INLINE)
