@@ -109,16 +109,17 @@ def _find(free, i):
 
 
 @njit(**JIT)
-def _place(first_child, child_ids, capacity):
-    """Bases of a character trie's nodes (breadth-first, node 0 the root, node k's children the
-    nodes ``first_child[k]:first_child[k + 1]`` on characters ``child_ids``, ascending) so that
-    each child sits at its parent's base + its character id, every slot apart (first fit); the
-    root's base is 0. Each node's slot, and -1 when ``capacity`` slots were too few."""
+def _place(first_child, child_ids, order, capacity):
+    """Bases of a character trie's nodes (numbered breadth-first, node 0 the root; node k's
+    children are the edges ``first_child[k]:first_child[k + 1]``, edge j leading to node j + 1 on
+    character ``child_ids[j]``, ascending) so that each child sits at its parent's base + its
+    character id, every slot apart (first fit, the parents taken in ``order``); the root's base is
+    0. Each edge's slot, each node's base, and -1 when ``capacity`` slots were too few."""
     n = first_child.size - 1
     free = np.arange(capacity + 1)
     slot_of, base_of = np.zeros(n, np.int64), np.zeros(n, np.int64)
     free[0] = 1
-    for node in range(n):
+    for node in order:
         a, b = first_child[node], first_child[node + 1]
         if a == b:
             continue
@@ -151,8 +152,8 @@ def _place(first_child, child_ids, capacity):
 def char_trie(words: list[bytes], values: np.ndarray, weights: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A character-level double-array trie of ``words``: each character a small id, one step per
-    character (a Chinese character is one dependent load, not three, and the table a seventh of
-    the byte trie's: 0.4 MB for 32k pieces, which stays in one core's L2).
+    character (a Chinese character is one dependent load, not three, and the table well under
+    half the byte trie's: 0.9 MB for 32k Chinese pieces, was 2.5 MB, beyond one core's L2).
 
     Returns ``units`` (rows of base, parent slot + 1, the value of the word ending there or -1;
     the child on id c of slot s is ``units[s, 0] + c`` where ``units[that, 1] == s + 1``; the root
@@ -162,8 +163,8 @@ def char_trie(words: list[bytes], values: np.ndarray, weights: np.ndarray
     weight) lowest, so the walks' first slots share cache lines.
 
     >>> units, bmp, keys, ids = char_trie([b"a", b"ab", "中".encode()], np.array([7, 8, 9]), np.zeros(10))
-    >>> int(units[bmp[ord("a")], 2]), int(units[bmp[ord("中")], 2]), int(bmp[ord("x")])
-    (7, 9, 0)
+    >>> int(units[bmp[ord("a")], 2]), int(units[bmp[ord("中")], 2]), bool(units[bmp[ord("x")], 1] == 1)
+    (7, 9, False)
     >>> int(units[units[bmp[ord("a")], 0] + bmp[ord("b")], 2])
     8
     """
@@ -172,9 +173,10 @@ def char_trie(words: list[bytes], values: np.ndarray, weights: np.ndarray
     for k, v in zip(keyed, values.tolist()):
         if k and (len(k) == 1 or k[0] not in firsts):
             firsts[k[0]] = float(weights[v]) if len(k) == 1 else firsts.get(k[0], -np.inf)
-    order = sorted(firsts, key=lambda c: -firsts[c])
-    rest = sorted({c for k in keyed for c in k[1:]} - firsts.keys())
-    id_of = {c: i + 1 for i, c in enumerate(order + rest)}
+    order = sorted((c for c in firsts if c >= 0x80), key=lambda c: -firsts[c])
+    rest = sorted({c for k in keyed for c in k[1:] if c >= 0x80} - firsts.keys())
+    id_of = {c: c for c in range(1, 0x80)}
+    id_of.update((c, 0x80 + i) for i, c in enumerate(order + rest))
     children: list[dict[int, int]] = [{}]  # node -> {character id: node}
     value_of = [-1]
     for k, v in zip(keyed, values.tolist()):
@@ -197,9 +199,16 @@ def char_trie(words: list[bytes], values: np.ndarray, weights: np.ndarray
         i += 1
     first = np.array(first_child, np.int64)
     ids = np.array(child_ids, np.int64)
+    # children placed in depth-first order: a word's slots lie near each other, so its walk
+    # touches fewer cache lines
+    order, stack = [], [0]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(range(first_child[node + 1], first_child[node], -1))  # its children, first on top (node j: edge j - 1)
     capacity = 2 * len(bfs) + 2 * len(id_of) + 64
     while True:
-        slot_of, base_of, failed = _place(first, ids, capacity)
+        slot_of, base_of, failed = _place(first, ids, np.array(order, np.int64), capacity)
         if failed == 0:
             break
         capacity *= 2
@@ -265,6 +274,8 @@ def lead_char_at(text, i, end):
 @njit(**INLINE)
 def _char_id(cp, bmp_ids, keys, key_ids):
     """The character trie's id of a key of :func:`char_keys` (0: in no word)."""
+    if cp < 0x80:
+        return cp
     if cp < 0x10000:
         return np.int64(bmp_ids[cp])
     lo, hi = 0, keys.size
@@ -300,33 +311,46 @@ def writes_well_formed(targets: np.ndarray, target_offsets: np.ndarray, symbol: 
     return not bool(((targets[starts] & 0xC0) == 0x80).any())  # no target starts inside a character
 
 
-@njit(**JIT)
+@njit(**INLINE)
+def _char_of(text, at, p, n, well_formed, bmp_ids, keys, key_ids):
+    """(length, character trie id) of the character at ``text[at + p]`` of a row of n bytes."""
+    if well_formed:
+        length, cp = lead_char_at(text, at + p, at + n)
+    else:
+        length, cp = sequence_at(text, at + p, at + n)
+        if length == 0:
+            length, cp = 1, _MALFORMED + np.int64(text[at + p])
+    return np.int64(length), _char_id(np.int64(cp), bmp_ids, keys, key_ids)
+
+
+@njit(**dict(JIT, _nrt=False))  # allocates nothing: no reference counts on its eleven arrays per row
 def _solve_row(text, at, n, well_formed, units, bmp_ids, keys, key_ids, weights, unk_score, score, route, value,
                char_at, char_id):
     """The best path of ``text[at:at + n]`` over its characters: their count K, their starts in
     ``char_at`` (K + 1, the last n) and for each character boundary k ``score``/``route`` (the
     boundary where its last token starts)/``value`` (that token's id, -1 unknown); route and value
     are read only where a path ends, which every boundary is. ``well_formed``: the text is
-    well-formed UTF-8, so each lead byte gives its character."""
+    well-formed UTF-8, so each lead byte gives its character.
+
+    Each character is decoded once, when a walk first reaches it (a pass of its own ahead of the
+    walks cost 3.5 ns a character on English text; amid the walks' dependent loads it is nearly
+    free)."""
     score[0] = 0.0
-    count = 0
+    count = 0  # characters decoded, up to byte p
     p = 0
-    while p < n:  # each character's id once, not once per walk over it
-        if well_formed:
-            length, cp = lead_char_at(text, at + p, at + n)
+    k = 0
+    while True:
+        if k == count:
+            if p >= n:
+                break
+            length, pos = _char_of(text, at, p, n, well_formed, bmp_ids, keys, key_ids)
+            char_at[count], char_id[count] = p, pos
+            count += 1
+            score[count] = -np.inf
+            p += length
         else:
-            length, cp = sequence_at(text, at + p, at + n)
-            if length == 0:
-                length, cp = 1, _MALFORMED + np.int64(text[at + p])
-        char_at[count] = p
-        char_id[count] = _char_id(np.int64(cp), bmp_ids, keys, key_ids)
-        count += 1
-        score[count] = -np.inf
-        p += length
-    char_at[count] = n
-    for k in range(count):
+            pos = np.int64(char_id[k])  # the root's base is 0: a first character's slot is its id
         here = score[k]
-        pos = np.int64(char_id[k])  # the root's base is 0
         single = False
         if units[pos, 1] == 1:
             v = units[pos, 2]
@@ -337,8 +361,19 @@ def _solve_row(text, at, n, well_formed, units, bmp_ids, keys, key_ids, weights,
                     score[k + 1] = candidate
                     route[k + 1] = k
                     value[k + 1] = v
-            for m in range(k + 1, count):
-                nxt = np.int64(units[pos, 0]) + char_id[m]
+            m = k + 1
+            while True:
+                if m == count:  # the id from the decoder, not back through memory: the walk waits on it
+                    if p >= n:
+                        break
+                    length, cid = _char_of(text, at, p, n, well_formed, bmp_ids, keys, key_ids)
+                    char_at[count], char_id[count] = p, cid
+                    count += 1
+                    score[count] = -np.inf
+                    p += length
+                else:
+                    cid = np.int64(char_id[m])
+                nxt = np.int64(units[pos, 0]) + cid
                 if units[nxt, 1] != pos + 1:
                     break
                 pos = nxt
@@ -349,12 +384,15 @@ def _solve_row(text, at, n, well_formed, units, bmp_ids, keys, key_ids, weights,
                         score[m + 1] = candidate
                         route[m + 1] = k
                         value[m + 1] = v
+                m += 1
         if not single:
             candidate = float(np.float32(here + unk_score))
             if candidate > score[k + 1]:
                 score[k + 1] = candidate
                 route[k + 1] = k
                 value[k + 1] = -1
+        k += 1
+    char_at[count] = n
     return count
 
 
