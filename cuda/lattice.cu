@@ -121,26 +121,52 @@ lattice_emit(const i64* __restrict__ span_starts, const i64* __restrict__ span_e
 // float's spacing), with every score kept more than a margin from its binade's edges, each
 // addition (and float rounding) shifts by exactly what the head shifts, ties included, so the
 // piece's choices and its value minus its head hold for every head of that class near the
-// estimate. Kernels (all per-thread work about a chunk, or a step per piece of the span):
+// estimate. Where an anchor's window holds no cut point ('a' * 2^20 under 'a', 'aa', 'aaa'; a run
+// of one Han character), a forced cut in its middle: its frontier is the starts of the edges crossing
+// it and the cut itself (at most GT_LFRONT), the piece after it is solved from the frontier's values
+// (those edges relaxed first), and a piece with a forced cut at either end carries vectors: per
+// entry (frontier position at its start) a solve with only that entry live gives its values at each
+// exit (frontier position at its end); the exits are the max over the entries (rounding is
+// monotone), and per entry and class a table, as above. The backward token walk: from each exit,
+// the entry it leaves by and its tokens; the span's walk then picks each piece's exit from its end.
+// Kernels (per-thread work: a few solves of a piece, about a chunk each, or a step per piece):
 //   lattice_cuts      per anchor (every chunk_bytes-th byte): the first cut point at or after it in
-//                     its long span, within one chunk (edges by start; their running maximum end).
+//                     its long span, within one chunk (edges by start; their running maximum end),
+//                     else a forced cut and its frontier.
 //   lattice_pieces    per piece: a long span's start or an anchor's cut to the next cut or the span's
-//                     end; the first piece solved exactly, the others from head 0 (value, range).
-//   lattice_settle    per (piece, class): the estimate (a step per earlier piece), one class solve.
-//   lattice_resolve   per long span: from its start, each piece's exact head by its table (a step per
-//                     piece), an exact solve where no valid entry exists.
-//   lattice_finish    per piece: the exact solve from its exact head (table-settled pieces), and its
-//                     token count (the route followed back from its end to its start).
-//   lattice_emit_pieces  per piece: its tokens after the earlier pieces' (a step per earlier piece).
-#define GT_LSLOT_I 9  // start, end, next, previous, state, span, tokens, tokens of the earlier pieces, -
+//                     end; the first piece solved exactly, the others from head 0 (value, range; a
+//                     solve per entry); last block: rough heads (a step per piece).
+//   lattice_estimate  (twice) per piece: a solve per entry from its rough head, then from the first
+//                     pass's estimate; last block: estimates and errors (a step per piece).
+//   lattice_settle    per (piece, class): one class solve (at most two, around a binade edge).
+//   lattice_settle_front  per (piece with a forced cut, entry, class): one class solve.
+//   lattice_resolve   per long span: from its start, each piece's exact head (or entries) by its table
+//                     (a step per piece), an exact solve where no valid entry exists.
+//   lattice_finish    per piece: the exact solve from its exact head or entries (table-settled
+//                     pieces), from each exit the route back to its start (entry, tokens); last
+//                     block: each piece's exit and tokens before it (three steps per piece).
+//   lattice_emit_pieces  per piece: its tokens from its exit (a step per token).
+#define GT_LSLOT_I 9  // start, end, next, previous, state, span, tokens, tokens of the earlier pieces, exit
 #define GT_LSLOT_F 18 // value from head 0, lowest, highest, estimate, error, exact head, delta per class,
                       // a split piece's part after the zone: head estimate, error; the rough delta, the
                       // rough head
 #define GT_LCLASSES 8
 #define GT_LRING 64
+// Forced cuts (a window of an anchor without a cut point: 'a' * 2^20 under 'a', 'aa', 'aaa'): the
+// cut b at the window's middle and its frontier, the starts of the edges crossing b and b itself (at
+// most GT_LFRONT positions, offsets from b, ascending). A piece whose start or end is a forced cut
+// keeps per slot (GT_LVF doubles): A[j][i] its values at exit j with only entry i live from 0 (0),
+// the lowest of those solves per entry (16), rough heads (20), rough deltas R[j][i] (24), estimates
+// (40), errors (44), the exact entry values (48), the class tables D[j][i][c] (52); and GT_LVI ints:
+// per exit j, the entry its path leaves by and its token count (2j, 2j + 1); per entry i, the
+// binade and classes of its table (8 + 2i, 9 + 2i).
+#define GT_LFRONT 4
+#define GT_LVF (52 + GT_LFRONT * GT_LFRONT * GT_LCLASSES)
+#define GT_LVI 16
 #define GT_LSLOT_EXACT 1
 #define GT_LSLOT_PENDING 2
 #define GT_LSLOT_CERTAIN 3
+#define GT_LSLOT_PENDING_FRONT 4  // pending, with a forced cut at either end
 
 struct LatticeArgs {
     const u8* data;
@@ -155,6 +181,23 @@ struct LatticeArgs {
     i64 max_edges_per_start;
     i64 mode;
 };
+
+// Offsets are above -GT_LRING: a byte each, packed in one register.
+struct LFront {
+    int n;
+    u32 packed;
+    __device__ __forceinline__ int off(int i) const { return (int)(signed char)(packed >> (8 * i)); }
+};
+
+// The frontier of anchor `anchor`'s cut ({0}: a cut point, a span's start or end, anchor < 0).
+__device__ __forceinline__ LFront lattice_front(const int* front_n, const int* front_off, i64 anchor) {
+    LFront f;
+    f.n = anchor >= 0 ? front_n[anchor] : 1;
+    f.packed = 0;
+    for (int i = 0; i < GT_LFRONT; ++i)
+        if (f.n > 1 && i < f.n) f.packed |= (u32)(front_off[GT_LFRONT * anchor + i] & 0xff) << (8 * i);
+    return f;
+}
 
 __device__ __forceinline__ int lattice_binade(double x) {
     int e;
@@ -185,8 +228,11 @@ __device__ __forceinline__ int char_length(const u8* data, i64 p, i64 end) {
 
 // lattice_route's pass over the piece [a, b) of span s (begin its start) from `head` at a, exactly,
 // into the span's scratch rows (positions after a; a's own entries are the previous piece's).
+// With a frontier `in` (a forced cut at a: in_x its exact values, head = the last), the edges from its
+// positions before a that cross a are relaxed first, in order, as a pass over the whole span does
+// before it reaches a. Edges ending after b (a forced cut) are the next piece's.
 __device__ void lattice_solve(const LatticeArgs& g, i64 s, i64 begin, i64 a, i64 b, double head, double* sc,
-                              i64* rt, int* va) {
+                              i64* rt, int* va, const LFront* in = nullptr, const double* in_x = nullptr) {
     for (i64 k = a - begin + (a == begin ? 0 : 1); k <= b - begin; ++k) {
         GT_STEP();
         sc[k] = GT_LATTICE_NEG_INF;
@@ -196,6 +242,22 @@ __device__ void lattice_solve(const LatticeArgs& g, i64 s, i64 begin, i64 a, i64
     if (a == begin) sc[0] = head;
     const i64 e_hi = g.span_edge_offsets[s + 1];
     const bool only_if_no_char = (g.mode & GT_LATTICE_FALLBACK_IF_NO_CHAR) != 0;
+    for (int i = 0; in && i + 1 < in->n; ++i) {
+        const i64 f = a + in->off(i);
+        i64 taken = 0;
+        for (i64 e = first_edge_from(g, s, f); e < e_hi && g.edge_starts[e] == f; ++e, ++taken) {
+            GT_STEP();
+            const i64 to = g.edge_ends[e] - begin;
+            if ((g.max_edges_per_start > 0 && taken >= g.max_edges_per_start) || to <= a - begin || to > b - begin)
+                continue;
+            const double candidate = lattice_kept(in_x[i] + g.weights[g.edge_values[e]], g.mode);
+            if (candidate > sc[to]) {
+                sc[to] = candidate;
+                rt[to] = f - begin;
+                va[to] = g.edge_values[e];
+            }
+        }
+    }
     i64 e = first_edge_from(g, s, a);
     for (i64 p = a; p < b;) {
         GT_STEP();
@@ -216,6 +278,7 @@ __device__ void lattice_solve(const LatticeArgs& g, i64 s, i64 begin, i64 a, i64
             if (g.max_edges_per_start > 0 && taken >= g.max_edges_per_start) continue;
             const i64 to = g.edge_ends[e] - begin;
             char_edge |= to == stop;
+            if (to > b - begin) continue;
             const double candidate = lattice_kept(here + g.weights[g.edge_values[e]], g.mode);
             if (candidate > sc[to]) {
                 sc[to] = candidate;
@@ -284,6 +347,67 @@ __device__ double lattice_values(const LatticeArgs& g, i64 s, i64 a, i64 b, doub
     }
     if (ok) *ok = fine;
     return ring[b & (GT_LRING - 1)];
+}
+
+// lattice_values for a piece [a, b) with a frontier `in` at a and `out` at b: entry `live` holds
+// `head`, the others -inf; out_values[j] gets the score at b + out.off(j). True when no score comes
+// within `margin` of its binade's edges or lies above binade e_top (margin < 0: always);
+// *lowest (or null) gets the lowest finite score. Per thread: the piece's bytes and edges, once.
+__device__ bool lattice_front_values(const LatticeArgs& g, i64 s, i64 a, i64 b, const LFront& in, int live,
+                                     double head, const LFront& out, double* out_values, double margin, int e_top,
+                                     double* lowest) {
+    double ring[GT_LRING];
+    for (int k = 0; k < GT_LRING; ++k) ring[k] = GT_LATTICE_NEG_INF;
+    for (int j = 0; j < GT_LFRONT; ++j) out_values[j] = nan("");
+    bool fine = true;
+    auto keep = [&](i64 to, double v) {
+        if (v == GT_LATTICE_NEG_INF) return;
+        if (lowest) *lowest = v < *lowest ? v : *lowest;
+        if (margin >= 0.0) {
+            const double size = fabs(v);
+            const int e = lattice_binade(v);
+            fine &= size > 0.0 && e <= e_top && size - ldexp(1.0, e - 1) > margin && ldexp(1.0, e) - size > margin;
+        }
+        double* slot = ring + (to & (GT_LRING - 1));
+        *slot = v > *slot ? v : *slot;
+    };
+    const i64 e_hi = g.span_edge_offsets[s + 1];
+    if (live == in.n - 1) {
+        ring[a & (GT_LRING - 1)] = head;
+    } else {  // an earlier entry: its edges crossing a (lattice_cuts kept them under GT_LRING bytes)
+        const i64 f = a + in.off(live);
+        i64 taken = 0;
+        for (i64 e = first_edge_from(g, s, f); e < e_hi && g.edge_starts[e] == f; ++e, ++taken) {
+            GT_STEP();
+            if ((g.max_edges_per_start > 0 && taken >= g.max_edges_per_start) || g.edge_ends[e] <= a) continue;
+            keep(g.edge_ends[e], lattice_kept(head + g.weights[g.edge_values[e]], g.mode));
+        }
+    }
+    const bool only_if_no_char = (g.mode & GT_LATTICE_FALLBACK_IF_NO_CHAR) != 0;
+    i64 e = first_edge_from(g, s, a);
+    for (i64 p = a; p < b;) {
+        GT_STEP();
+        const int length = char_length(g.data, p, b);
+        const double here = ring[p & (GT_LRING - 1)];
+        for (int j = 0; j < out.n; ++j) out_values[j] = b + out.off(j) == p ? here : out_values[j];
+        for (int k = 0; k < length; ++k) ring[(p + k) & (GT_LRING - 1)] = GT_LATTICE_NEG_INF;
+        const double fallback = lattice_kept(here + g.fallback_weight, g.mode);
+        if (!only_if_no_char) keep(p + length, fallback);
+        while (e < e_hi && g.edge_starts[e] < p) ++e;
+        i64 taken = 0;
+        bool char_edge = false;
+        for (; e < e_hi && g.edge_starts[e] == p; ++e, ++taken) {
+            GT_STEP();
+            if (g.max_edges_per_start > 0 && taken >= g.max_edges_per_start) continue;
+            if (g.edge_ends[e] - p >= GT_LRING) return false;
+            char_edge |= g.edge_ends[e] == p + length;
+            keep(g.edge_ends[e], lattice_kept(here + g.weights[g.edge_values[e]], g.mode));
+        }
+        if (only_if_no_char && !char_edge) keep(p + length, fallback);
+        p += length;
+    }
+    for (int j = 0; j < out.n; ++j) out_values[j] = out.off(j) == 0 ? ring[b & (GT_LRING - 1)] : out_values[j];
+    return fine;
 }
 
 // The crossing of a piece whose scores cross the binade edge `edge` (|score| = edge), from `head`:
@@ -399,14 +523,19 @@ lattice_long_edges(const i64* __restrict__ edge_starts, const i64* __restrict__ 
 }
 
 // Per thread: one anchor; at most a chunk of character starts past it and the edges starting there
-// or up to GT_LRING bytes before.
+// or up to GT_LRING bytes before. Where the window [anchor, anchor + chunk) lies in the span and
+// holds no cut point, a forced cut b at its middle with its frontier: the starts of the (taken)
+// edges crossing b, each edge under half a chunk (so the frontier lies inside the piece before b
+// and the piece after b's exits after its start), and b (no cut when more than GT_LFRONT).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 lattice_cuts(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, const int* __restrict__ long_edge,
-             i64* __restrict__ cuts, i64* __restrict__ cut_spans, i64* __restrict__ slot_i) {
+             i64* __restrict__ cuts, i64* __restrict__ cut_spans, i64* __restrict__ slot_i, int* __restrict__ front_n,
+             int* __restrict__ front_off) {
     const i64 j = global_thread_index();
     if (j >= n_anchors) return;
     LATTICE_G;
     cuts[j] = -1;
+    front_n[j] = 1;
     slot_i[GT_LSLOT_I * j + 4] = 0;
     slot_i[GT_LSLOT_I * (n_anchors + j) + 4] = 0;
     const i64 anchor = j * chunk_bytes;
@@ -432,19 +561,64 @@ lattice_cuts(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, const
         }
         p += char_length(data, p, end);
     }
+    if (stop != anchor + chunk_bytes) return;
+    i64 b = anchor + chunk_bytes / 2;
+    while (b < stop && !utf8_starts_char(data, b, begin, end)) ++b;
+    int offs[GT_LFRONT];
+    int count = 0;
+    for (e = first_edge_from(g, s, b - GT_LRING); e < e_hi && edge_starts[e] < b;) {
+        const i64 f = edge_starts[e];
+        i64 taken = 0;
+        bool crosses = false;
+        for (; e < e_hi && edge_starts[e] == f; ++e, ++taken) {
+            GT_STEP();
+            if ((max_edges_per_start > 0 && taken >= max_edges_per_start) || edge_ends[e] <= b) continue;
+            if (2 * (edge_ends[e] - f) + 8 > chunk_bytes) return;
+            crosses = true;
+        }
+        if (!crosses || !utf8_starts_char(data, f, begin, end)) continue;  // never relaxed: not a character start
+        if (count == GT_LFRONT - 1) return;
+        offs[count++] = (int)(f - b);
+    }
+    offs[count++] = 0;
+    for (int k = 0; k < count; ++k) front_off[GT_LFRONT * j + k] = offs[k];
+    front_n[j] = count;
+    cuts[j] = b;
+    cut_spans[j] = s;
 }
 
 // lattice_pieces' last block, a thread per long span (a step per piece): each piece's rough head,
 // the earlier pieces' values from head 0 added up (read through L2: written in the same launch).
-__device__ __noinline__ void rough_heads(i64 n_anchors, u64* counter, const i64* slot_i, double* slot_f) {
+// A piece with a forced cut at either end carries a vector: x'[j] = max over i of x[i] + A[j][i].
+__device__ __noinline__ void rough_heads(i64 n_anchors, u64* counter, const i64* slot_i, double* slot_f,
+                                        const int* front_n, const int* front_off, double* vec_f) {
     if (!last_block_done(counter + 1)) return;
     const i64 n_long = (i64)__ldcg(counter);
     for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
-        double rough = 0.0;
+        double x[GT_LFRONT] = {0.0, 0.0, 0.0, 0.0};
         for (i64 t = n_anchors + r; t >= 0; t = __ldcg(slot_i + GT_LSLOT_I * t + 2)) {
             GT_STEP();
-            slot_f[GT_LSLOT_F * t + 17] = rough;
-            rough += __ldcg(slot_f + GT_LSLOT_F * t);
+            const i64 next = __ldcg(slot_i + GT_LSLOT_I * t + 2);
+            const LFront in = lattice_front(front_n, front_off, t < n_anchors ? t : -1);
+            const LFront out = lattice_front(front_n, front_off, next);
+            if (in.n > 1 || out.n > 1) {
+                double* v = vec_f + GT_LVF * t;
+                double y[GT_LFRONT];
+                for (int j = 0; j < GT_LFRONT; ++j) {
+                    y[j] = GT_LATTICE_NEG_INF;
+                    for (int i = 0; i < in.n; ++i) {
+                        const double c = x[i] + __ldcg(v + GT_LFRONT * j + i);
+                        y[j] = j < out.n && c > y[j] ? c : y[j];
+                    }
+                }
+                for (int i = 0; i < GT_LFRONT; ++i) {
+                    if (i < in.n) v[20 + i] = x[i];
+                    x[i] = y[i];
+                }
+            } else {
+                slot_f[GT_LSLOT_F * t + 17] = x[0];
+                x[0] += __ldcg(slot_f + GT_LSLOT_F * t);
+            }
         }
     }
 }
@@ -455,7 +629,8 @@ extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 lattice_pieces(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, const i64* __restrict__ cuts,
                const i64* __restrict__ cut_spans, const i64* __restrict__ scratch_offsets, u64* __restrict__ counter,
                i64* __restrict__ slot_i, double* __restrict__ slot_f, double* __restrict__ score,
-               i64* __restrict__ route, int* __restrict__ value) {
+               i64* __restrict__ route, int* __restrict__ value, const int* __restrict__ front_n,
+               const int* __restrict__ front_off, double* __restrict__ vec_f) {
     LATTICE_G;
     const i64 stride = (i64)gridDim.x * blockDim.x;
     for (i64 r = global_thread_index(); r < n_spans + n_anchors; r += stride) {
@@ -484,18 +659,30 @@ lattice_pieces(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, con
         if (span_start) fields[3] = -1;
         if (next >= 0) slot_i[GT_LSLOT_I * next + 3] = slot;
         const i64 row = scratch_offsets[s];
+        const LFront in = lattice_front(front_n, front_off, span_start ? -1 : slot);
+        const LFront out = lattice_front(front_n, front_off, next);
+        double* v = vec_f + GT_LVF * slot;
         if (span_start) {  // head 0: exact
             lattice_solve(g, s, begin, a, b, 0.0, score + row, route + row, value + row);
             floats[0] = floats[1] = score[row + b - begin];
             floats[2] = 0.0;
             fields[4] = GT_LSLOT_EXACT;
+            for (int j = 0; j < out.n; ++j) v[GT_LFRONT * j] = score[row + b + out.off(j) - begin];
+        } else if (in.n > 1 || out.n > 1) {  // a solve per entry, from 0
+            for (int i = 0; i < in.n; ++i) {
+                double lowest = 0.0, at[GT_LFRONT];
+                lattice_front_values(g, s, a, b, in, i, 0.0, out, at, -1.0, 0, &lowest);
+                for (int j = 0; j < out.n; ++j) v[GT_LFRONT * j + i] = at[j];
+                v[16 + i] = lowest;
+            }
+            fields[4] = GT_LSLOT_PENDING_FRONT;
         } else {
             floats[1] = floats[2] = 0.0;
             floats[0] = lattice_values(g, s, a, b, 0.0, -1.0, 0, floats + 1);
             fields[4] = GT_LSLOT_PENDING;
         }
     }
-    rough_heads(n_anchors, counter, slot_i, slot_f);
+    rough_heads(n_anchors, counter, slot_i, slot_f, front_n, front_off, vec_f);
 }
 
 // Per thread: one pending piece: one solve from its rough head (lattice_pieces) gives its rough delta,
@@ -508,35 +695,113 @@ lattice_pieces(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, con
 // ties and near-ties; lattice_resolve checks the error (an exact solve where it does not hold): in
 // doubles a bound of every rounding (far below the scores' spacing, so harmless), in float32 a few
 // dozen of the spacings at the head (a bound of every rounding there would span binades).
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+extern "C" __global__ void __launch_bounds__(GT_BLOCK, 4)
 lattice_estimate(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ counter, const i64* __restrict__ slot_i,
-                 double* __restrict__ slot_f) {
+                 double* __restrict__ slot_f, const int* __restrict__ front_n, const int* __restrict__ front_off,
+                 double* __restrict__ vec_f, i64 pass) {
     LATTICE_G;
     const i64 k = global_thread_index();
+    // pass 0 solves from the rough heads, pass 1 again from pass 0's estimates: a rough head can lie
+    // in another binade than the exact head for a piece or two near each binade edge (the head-0
+    // values drift by float32's per-word bias of small binades), and such a piece's rough delta has
+    // the wrong roundings; the estimates are within a few of those deltas' errors, so pass 1's
+    // deltas round as the exact ones do except next to an edge.
+    const int rough = pass ? 40 : 20, rough_f = pass ? 3 : 17;
     if (k < n_slots) {
         const i64* fields = slot_i + GT_LSLOT_I * k;
         double* floats = slot_f + GT_LSLOT_F * k;
-        if (fields[4] == GT_LSLOT_EXACT) floats[16] = floats[0];  // the first piece: its exact value
-        if (fields[4] == GT_LSLOT_PENDING)
-            floats[16] = lattice_values(g, fields[5], fields[0], fields[1], floats[17], -1.0, 0, nullptr) - floats[17];
+        const LFront in = lattice_front(front_n, front_off, k < n_anchors ? k : -1);
+        const LFront out = lattice_front(front_n, front_off, fields[4] ? fields[2] : -1);
+        double* v = vec_f + GT_LVF * k;
+        if (in.n > 1 || out.n > 1) {  // rough deltas per entry and exit (the first piece: its exact values)
+            for (int i = 0; i < in.n && fields[4] == GT_LSLOT_PENDING_FRONT; ++i) {
+                double at[GT_LFRONT];
+                lattice_front_values(g, fields[5], fields[0], fields[1], in, i, v[rough + i], out, at, -1.0, 0, nullptr);
+                for (int j = 0; j < out.n; ++j) v[24 + GT_LFRONT * j + i] = at[j] - v[rough + i];
+            }
+            for (int j = 0; j < out.n && fields[4] == GT_LSLOT_EXACT; ++j) v[24 + GT_LFRONT * j] = v[GT_LFRONT * j];
+        } else {
+            if (fields[4] == GT_LSLOT_EXACT) floats[16] = floats[0];  // the first piece: its exact value
+            if (fields[4] == GT_LSLOT_PENDING)
+                floats[16] = lattice_values(g, fields[5], fields[0], fields[1], floats[rough_f], -1.0, 0, nullptr) -
+                             floats[rough_f];
+        }
     }
-    if (!last_block_done(counter + 2)) return;
+    if (!last_block_done(counter + (pass ? 4 : 2))) return;
     const int precision = (mode & GT_LATTICE_FLOAT32) ? 24 : 53;
     const i64 n_long = (i64)counter[0];
     for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
-        double estimate = 0.0, earlier_pieces = 0.0, earlier_bytes = 0.0;
+        double x[GT_LFRONT] = {0.0, 0.0, 0.0, 0.0};
+        double earlier_pieces = 0.0, earlier_bytes = 0.0;
         for (i64 t = n_anchors + r; t >= 0; t = slot_i[GT_LSLOT_I * t + 2]) {
             GT_STEP();
             double* floats = slot_f + GT_LSLOT_F * t;
-            const double at = fabs(estimate) + fabs(floats[1]) + 1.0;
-            floats[3] = estimate;
-            floats[4] = precision == 53
-                ? (2.0 * earlier_bytes + 3.0 * earlier_pieces + 2.0) * at * ldexp(1.0, 2 - precision)
-                : (64.0 + 8.0 * sqrt(earlier_pieces)) * ldexp(1.0, lattice_binade(at) - precision);
-            estimate += __ldcg(floats + 16);
+            const LFront in = lattice_front(front_n, front_off, t < n_anchors ? t : -1);
+            const LFront out = lattice_front(front_n, front_off, slot_i[GT_LSLOT_I * t + 2]);
+            const bool vector = in.n > 1 || out.n > 1;
+            double* v = vec_f + GT_LVF * t;
+            for (int i = 0; i < in.n; ++i) {
+                const double at = fabs(x[i]) + fabs(vector ? v[16 + i] : floats[1]) + 1.0;
+                const double error = precision == 53
+                    ? (2.0 * earlier_bytes + 3.0 * earlier_pieces + 2.0) * at * ldexp(1.0, 2 - precision)
+                    : (64.0 + 8.0 * sqrt(earlier_pieces)) * ldexp(1.0, lattice_binade(at) - precision);
+                if (vector) {
+                    v[40 + i] = x[i];
+                    v[44 + i] = error;
+                } else {
+                    floats[3] = x[i];
+                    floats[4] = error;
+                }
+            }
+            if (vector) {
+                double y[GT_LFRONT];
+                for (int j = 0; j < GT_LFRONT; ++j) {
+                    y[j] = GT_LATTICE_NEG_INF;
+                    for (int i = 0; i < in.n; ++i) {
+                        const double c = x[i] + __ldcg(v + 24 + GT_LFRONT * j + i);
+                        y[j] = j < out.n && c > y[j] ? c : y[j];
+                    }
+                }
+                for (int i = 0; i < GT_LFRONT; ++i) x[i] = y[i];
+            } else {
+                x[0] += __ldcg(floats + 16);
+            }
             earlier_bytes += (double)(slot_i[GT_LSLOT_I * t + 1] - slot_i[GT_LSLOT_I * t]);
             earlier_pieces += 1.0;
         }
+    }
+}
+
+// lattice_settle for a piece with a forced cut at either end: class c of entry `live`'s table, from
+// one solve with only that entry live (the exits' values are the max over the entries of these,
+// rounding being monotone). No split: a piece whose scores come near a binade edge has no table for
+// that entry, and lattice_resolve solves it exactly.
+__device__ __forceinline__ void settle_front(const LatticeArgs& g, const i64* fields, const LFront& in, const LFront& out,
+                                          int live, int c, double* v, i64* vi) {
+    const int precision = (g.mode & GT_LATTICE_FLOAT32) ? 24 : 53;
+    const double estimate = v[40 + live], error = v[44 + live];
+    const double low = fabs(estimate) - error, high = fabs(estimate) + error;
+    const int e_head = lattice_binade(low);
+    const int e_top = lattice_binade(fabs(estimate) - v[16 + live] + error + 1.0);
+    const double unit = ldexp(1.0, e_head - precision), top = ldexp(1.0, e_top - precision);
+    int classes = low > 0.0 && e_top >= e_head && e_top - e_head <= 2 && lattice_binade(high) == e_head
+        ? 1 << (e_top - e_head + 1) : 0;
+    const double base = classes ? floor(estimate / (classes * unit)) * (classes * unit) : 0.0;
+    if (classes && (lattice_binade(base) != e_head || lattice_binade(base + (classes - 1) * unit) != e_head))
+        classes = 0;
+    if (c == 0) {
+        vi[8 + 2 * live] = e_head;
+        vi[9 + 2 * live] = classes;
+    }
+    if (c >= classes) return;
+    const double head = base + c * unit;
+    double at[GT_LFRONT];
+    const bool ok = lattice_front_values(g, fields[5], fields[0], fields[1], in, live, head, out, at,
+                                         error + classes * unit + 2.0 * top, e_top, nullptr);
+    for (int j = 0; j < out.n; ++j) {
+        const double delta = at[j] - head;
+        v[52 + (GT_LFRONT * j + live) * GT_LCLASSES + c] =
+            !ok ? nan("") : at[j] == GT_LATTICE_NEG_INF ? at[j] : lattice_exact_sum(at[j], -head, delta) ? delta : nan("");
     }
 }
 
@@ -606,12 +871,67 @@ lattice_settle(LATTICE_ARGS, i64 n_slots, const i64* __restrict__ slot_i, double
     }
 }
 
+// Per thread: one class of one entry of a pending piece with a forced cut at either end (thread
+// (k * GT_LFRONT + entry) * GT_LCLASSES + c): one values-only solve (settle_front).
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+lattice_settle_front(LATTICE_ARGS, i64 n_anchors, i64 n_slots, const i64* __restrict__ slot_i,
+                     const int* __restrict__ front_n, const int* __restrict__ front_off, double* __restrict__ vec_f,
+                     i64* __restrict__ vec_i) {
+    const i64 thread = global_thread_index();
+    const i64 k = thread / (GT_LFRONT * GT_LCLASSES);
+    const int live = (int)(thread / GT_LCLASSES % GT_LFRONT);
+    const int c = (int)(thread % GT_LCLASSES);
+    if (k >= n_slots || slot_i[GT_LSLOT_I * k + 4] != GT_LSLOT_PENDING_FRONT) return;
+    LATTICE_G;
+    const LFront in = lattice_front(front_n, front_off, k < n_anchors ? k : -1);
+    const LFront out = lattice_front(front_n, front_off, slot_i[GT_LSLOT_I * k + 2]);
+    if (live < in.n) settle_front(g, slot_i + GT_LSLOT_I * k, in, out, live, c, vec_f + GT_LVF * k, vec_i + GT_LVI * k);
+}
+
+// lattice_resolve's step over a piece with a forced cut at either end: its exits' exact values xs
+// from its entries' (in place), max over the entries of entry + D[j][i][class], each sum exact; an
+// exact solve when an entry has no valid table entry.
+__device__ __forceinline__ void resolve_front(const LatticeArgs& g, i64 s, i64 begin, i64 row, i64* fields,
+                                           const LFront& in, const LFront& out, double* v, const i64* vi, double* xs,
+                                           double* score, i64* route, int* value) {
+    const int precision = (g.mode & GT_LATTICE_FLOAT32) ? 24 : 53;
+    double y[GT_LFRONT];
+    bool ok = true;
+    for (int j = 0; j < GT_LFRONT; ++j) y[j] = GT_LATTICE_NEG_INF;
+    for (int i = 0; i < in.n; ++i) {
+        const double x = xs[i];
+        v[48 + i] = x;
+        const int e = (int)vi[8 + 2 * i], classes = (int)vi[9 + 2 * i];
+        if (!(classes > 0 && lattice_binade(x) == e && fabs(x - v[40 + i]) <= v[44 + i])) {
+            ok = false;
+            continue;
+        }
+        const int cls = (int)((long long)ldexp(x, precision - e) & (long long)(classes - 1));
+        for (int j = 0; j < out.n; ++j) {
+            const double delta = v[52 + (GT_LFRONT * j + i) * GT_LCLASSES + cls];
+            const double sum = x + delta;
+            if (isnan(delta) || (delta != GT_LATTICE_NEG_INF && !lattice_exact_sum(x, delta, sum))) ok = false;
+            y[j] = sum > y[j] ? sum : y[j];
+        }
+    }
+    if (ok) {
+        fields[4] = GT_LSLOT_CERTAIN;
+    } else {
+        lattice_solve(g, s, begin, fields[0], fields[1], xs[in.n - 1], score + row, route + row, value + row, &in, xs);
+        fields[4] = GT_LSLOT_EXACT;
+        for (int j = 0; j < out.n; ++j) y[j] = score[row + fields[1] + out.off(j) - begin];
+    }
+    for (int j = 0; j < GT_LFRONT; ++j) xs[j] = y[j];
+}
+
 // Per thread: one long span: its pieces (a step each) and an exact solve of each piece without a
 // valid table entry; each other piece's exact head goes to slot_f for lattice_finish.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 lattice_resolve(LATTICE_ARGS, i64 n_anchors, const u64* __restrict__ counter, const i64* __restrict__ scratch_offsets,
                 i64* __restrict__ slot_i, double* __restrict__ slot_f, const i64* __restrict__ class_i,
-                double* __restrict__ score, i64* __restrict__ route, int* __restrict__ value) {
+                double* __restrict__ score, i64* __restrict__ route, int* __restrict__ value,
+                const int* __restrict__ front_n, const int* __restrict__ front_off, double* __restrict__ vec_f,
+                const i64* __restrict__ vec_i) {
     LATTICE_G;
     const i64 n_long = (i64)counter[0];
     const i64 stride = (i64)gridDim.x * blockDim.x;
@@ -619,11 +939,25 @@ lattice_resolve(LATTICE_ARGS, i64 n_anchors, const u64* __restrict__ counter, co
     for (i64 r = global_thread_index(); r < n_long; r += stride) {
         const i64 first = n_anchors + r;
         const i64 s = slot_i[GT_LSLOT_I * first + 5], begin = span_starts[s], row = scratch_offsets[s];
-        double x = slot_f[GT_LSLOT_F * first];  // exact: the first piece's score at its end
+        // exact: the first piece's score at its end (at each position of its end's frontier)
+        double xs[GT_LFRONT];
+        for (int j = 0; j < GT_LFRONT; ++j) xs[j] = vec_f[GT_LVF * first + GT_LFRONT * j];
+        double x = slot_f[GT_LSLOT_F * first];
         for (i64 t = slot_i[GT_LSLOT_I * first + 2]; t >= 0; t = slot_i[GT_LSLOT_I * t + 2]) {
             GT_STEP();
             i64* fields = slot_i + GT_LSLOT_I * t;
             double* floats = slot_f + GT_LSLOT_F * t;
+            {
+                const LFront in = lattice_front(front_n, front_off, t);
+                const LFront out = lattice_front(front_n, front_off, fields[2]);
+                if (in.n > 1 || out.n > 1) {
+                    if (in.n == 1) xs[0] = x;
+                    resolve_front(g, s, begin, row, fields, in, out, vec_f + GT_LVF * t, vec_i + GT_LVI * t, xs,
+                                  score, route, value);
+                    x = xs[0];
+                    continue;
+                }
+            }
             const int e = (int)class_i[4 * t], classes = (int)class_i[4 * t + 1];
             const i64 c1 = class_i[4 * t + 2], c2 = class_i[4 * t + 3];
             floats[5] = x;
@@ -661,36 +995,63 @@ lattice_resolve(LATTICE_ARGS, i64 n_anchors, const u64* __restrict__ counter, co
 // Per thread: one piece of a long span: the exact solve from its exact head (pieces settled by their
 // table) and its token count, added to its span's. The launch's last block then walks each long span
 // (a thread per span, a step per piece): each piece's tokens before it in its span.
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+extern "C" __global__ void __launch_bounds__(GT_BLOCK, 4)
 lattice_finish(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ counter,
                const i64* __restrict__ scratch_offsets, i64* __restrict__ slot_i, const double* __restrict__ slot_f,
                double* __restrict__ score, i64* __restrict__ route, int* __restrict__ value,
-               unsigned long long* __restrict__ token_counts) {
+               unsigned long long* __restrict__ token_counts, const int* __restrict__ front_n,
+               const int* __restrict__ front_off, const double* __restrict__ vec_f, i64* __restrict__ vec_i) {
     LATTICE_G;
     const i64 k = global_thread_index();
     i64* fields = slot_i + GT_LSLOT_I * (k < n_slots ? k : 0);
     if (k < n_slots && (fields[4] == GT_LSLOT_CERTAIN || fields[4] == GT_LSLOT_EXACT)) {
         const i64 s = fields[5], begin = span_starts[s], row = scratch_offsets[s];
-        if (fields[4] == GT_LSLOT_CERTAIN)
-            lattice_solve(g, s, begin, fields[0], fields[1], slot_f[GT_LSLOT_F * k + 5], score + row, route + row,
-                          value + row);
-        i64 count = 0;
-        for (i64 q = fields[1] - begin; q > fields[0] - begin; q = route[row + q]) {
-            GT_STEP();
-            ++count;
+        const LFront in = lattice_front(front_n, front_off, k < n_anchors ? k : -1);
+        const LFront out = lattice_front(front_n, front_off, fields[2]);
+        if (fields[4] == GT_LSLOT_CERTAIN) {  // from its exact entries (a forced cut at either end) or head
+            const bool vector = in.n > 1 || out.n > 1;
+            const double* xs = vec_f + GT_LVF * k + 48;
+            lattice_solve(g, s, begin, fields[0], fields[1], vector ? xs[in.n - 1] : slot_f[GT_LSLOT_F * k + 5],
+                          score + row, route + row, value + row, vector ? &in : nullptr, xs);
         }
-        fields[6] = count;
-        atomicAdd(token_counts + s, (unsigned long long)count);
+        // From each exit back to the piece's start: the entry the path leaves by, and its tokens.
+        for (int j = 0; j < out.n; ++j) {
+            i64 count = 0, q = fields[1] + out.off(j) - begin;
+            for (; q > fields[0] - begin; q = route[row + q]) {
+                GT_STEP();
+                ++count;
+            }
+            int entry = 0;
+            for (int i = 0; i < in.n; ++i) entry = q == fields[0] + in.off(i) - begin ? i : entry;
+            vec_i[GT_LVI * k + 2 * j] = entry;
+            vec_i[GT_LVI * k + 2 * j + 1] = count;
+        }
     }
     if (!last_block_done(counter + 3)) return;
+    // A thread per long span (a step per piece, three walks): its last piece leaves by the span's
+    // end, each piece's entry is the exit of the piece before; then each piece's tokens before it.
     const i64 n_long = (i64)counter[0];
     for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
+        i64 last = n_anchors + r;
+        for (i64 t = last; t >= 0; t = slot_i[GT_LSLOT_I * t + 2]) {
+            GT_STEP();
+            last = t;
+        }
+        i64 leave = 0;
+        for (i64 t = last; t >= 0; t = slot_i[GT_LSLOT_I * t + 3]) {
+            GT_STEP();
+            const LFront out = lattice_front(front_n, front_off, slot_i[GT_LSLOT_I * t + 2]);
+            slot_i[GT_LSLOT_I * t + 8] = slot_i[GT_LSLOT_I * t + 1] + out.off(leave);
+            slot_i[GT_LSLOT_I * t + 6] = __ldcg(vec_i + GT_LVI * t + 2 * leave + 1);
+            leave = __ldcg(vec_i + GT_LVI * t + 2 * leave);
+        }
         i64 before = 0;
         for (i64 t = n_anchors + r; t >= 0; t = slot_i[GT_LSLOT_I * t + 2]) {
             GT_STEP();
             slot_i[GT_LSLOT_I * t + 7] = before;
-            before += __ldcg(slot_i + GT_LSLOT_I * t + 6);
+            before += slot_i[GT_LSLOT_I * t + 6];
         }
+        token_counts[slot_i[GT_LSLOT_I * (n_anchors + r) + 5]] = before;
     }
 }
 
@@ -707,7 +1068,7 @@ lattice_emit_pieces(const i64* __restrict__ span_starts, i64 n_slots, const i64*
     if (fields[4] != GT_LSLOT_CERTAIN && fields[4] != GT_LSLOT_EXACT) return;
     const i64 s = fields[5], begin = span_starts[s], row = scratch_offsets[s];
     i64 out = token_offsets[s] + fields[7] + fields[6];
-    for (i64 q = fields[1] - begin; q > fields[0] - begin;) {
+    for (i64 q = fields[8] - begin; q > fields[0] - begin;) {  // from the exit its path leaves by
         GT_STEP();
         --out;
         const i64 start = route[row + q];

@@ -13,8 +13,9 @@ from tests.test_lattice_kernels import ALPHABET, run
 from tests.test_utf8_kernels import host
 
 UNIGRAM = FALLBACK_IF_NO_CHAR | FLOAT32
-PIECE_KERNELS = ("lattice_long_edges", "lattice_cuts", "lattice_pieces", "lattice_settle", "lattice_resolve",
-                 "lattice_finish", "lattice_route", "lattice_emit", "lattice_emit_pieces")
+PIECE_KERNELS = ("lattice_long_edges", "lattice_cuts", "lattice_pieces", "lattice_estimate", "lattice_settle",
+                 "lattice_settle_front", "lattice_resolve", "lattice_finish", "lattice_route", "lattice_emit",
+                 "lattice_emit_pieces")
 
 
 def assert_same(got, want):
@@ -94,12 +95,13 @@ def test_one_megabyte_span(mode):
 
 
 @pytest.mark.parametrize("mode", [0, UNIGRAM])
-def test_span_without_cut_points_is_one_piece(monkeypatch, mode):
+def test_span_without_cut_points_is_cut_anyway(monkeypatch, mode):
     """Where an edge crosses every character boundary ("abab..." under "aba" and "bab") no anchor
-    finds a cut point: the span is one piece, solved on one thread (exact; its steps still grow
-    with the span: forced cuts with frontiers, as cuda/segment.cu has, are not done here)."""
+    finds a cut point: forced cuts with frontiers (the starts of the edges crossing the cut) give the
+    reference's tokens, and no piece kernel's thread walks the span."""
     import gpu_text.cuda_ops.lattice as launchers
     from tests.emulated_backend import emulated_backend
+    from tests.reference import lattice as reference
 
     monkeypatch.setattr(launchers, "CHUNK_BYTES", 64)
     monkeypatch.setattr(launchers, "LONG_BYTES", 128)
@@ -109,8 +111,44 @@ def test_span_without_cut_points_is_one_piece(monkeypatch, mode):
     weights = np.array([-1.0, -1.25, -3.0, -1.5])
     be = emulated_backend()
     want = run(get_backend("cpu"), trie, weights, data, starts, ends, -10.0, 0, mode)
+    edges = trie.prefix_search_spans(data, starts, ends, "cpu")
+    assert_same(want, reference.lattice_viterbi(data, starts, ends, *edges, weights, -10.0, 0, mode))
     assert_same(run(be, trie, weights, data, starts, ends, -10.0, 0, mode), want)
-    assert be.runtime.module("lattice").get_function("lattice_pieces").last_max_steps >= data.size
+    module = be.runtime.module("lattice")
+    assert max(module.get_function(k).last_max_steps for k in PIECE_KERNELS) < data.size
+
+
+@pytest.mark.parametrize("text", ["a", "一"])
+@pytest.mark.parametrize("mode", [0, UNIGRAM])
+def test_one_megabyte_span_without_cut_points(mode, text):
+    """'a' * 2^20 under 'a', 'aa', 'aaa' (and a 1 MB run of 一 under 一, 一一, 一一一): every character
+    boundary is crossed, so every piece starts at a forced cut with a frontier of 3 positions. The
+    Numba twin's tokens, and each piece kernel's longest thread bounded by a few pieces' solves (about
+    5 steps a byte each: the byte, its 3 edges, its scratch row) plus a step per piece, not by the
+    span (one thread walked the whole megabyte before: about 4 M steps)."""
+    import gpu_text.cuda_ops.lattice as launchers
+    from tests.emulated_backend import emulated_backend
+
+    rng = np.random.default_rng(11 + mode)
+    trie = DoubleArrayTrie.build([text, text * 2, text * 3], np.arange(3, dtype=np.int32))
+    weights = -(rng.random(3) * 6 + 1)
+    if mode & FLOAT32:
+        weights = weights.astype(np.float32).astype(np.float64)
+    data = np.frombuffer((text * ((1 << 20) // len(text.encode()))).encode(), np.uint8).copy()
+    starts, ends = np.array([0], np.int64), np.array([data.size], np.int64)
+    want = run(get_backend("cpu"), trie, weights, data, starts, ends, -20.0, 0, mode)
+    be = emulated_backend()
+    assert_same(run(be, trie, weights, data, starts, ends, -20.0, 0, mode), want)
+    module = be.runtime.module("lattice")
+    steps = {name: module.get_function(name).last_max_steps for name in PIECE_KERNELS}
+    print(f"longest thread's steps on a 1 MB span without cut points ({text!r}, mode {mode}):", steps)
+    chunk = launchers.CHUNK_BYTES
+    solve = 5 * chunk  # one piece's solve
+    pieces = (1 << 20) // chunk + 1
+    assert max(steps[k] for k in ("lattice_cuts", "lattice_pieces", "lattice_estimate", "lattice_settle",
+                                  "lattice_settle_front", "lattice_finish")) <= 4 * solve + pieces, steps  # a solve per frontier position at most
+    assert steps["lattice_resolve"] <= 8 * solve + pieces, steps  # exact solves where scores cross a binade edge
+    assert steps["lattice_emit_pieces"] <= pieces + chunk, steps
 
 
 def entry_properties(family: str, arch: str = "sm_90") -> dict[str, tuple[int, int]]:

@@ -17,6 +17,10 @@ LIST_BLOCKS = 1024
 CLASSES = 8
 SLOT_INTS = 9
 SLOT_FLOATS = 18
+# cuda/lattice.cu's GT_LFRONT, GT_LVF and GT_LVI: forced cuts' frontiers and their pieces' vectors.
+FRONT = 4
+VEC_FLOATS = 52 + FRONT * FRONT * CLASSES
+VEC_INTS = 16
 
 
 def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any, edge_starts: Any,
@@ -26,7 +30,9 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
     and each span's token offsets (int64, n_spans + 1); ``mode`` as in ``cpu_fallback.lattice``.
 
     Spans of :data:`LONG_BYTES` or more are cut into pieces of about :data:`CHUNK_BYTES` (see the
-    end of ``cuda/lattice.cu``): the same tokens, no thread's work growing with the span."""
+    end of ``cuda/lattice.cu``), at cut points or, where a chunk has none, at forced cuts with
+    frontiers: the same tokens, no thread's work growing with the span (12 kernel launches with long
+    spans: lattice_estimate twice and lattice_settle_front are the forced cuts' two)."""
     xp = rt.xp
     n = span_starts.size
     scratch_offsets = xp.zeros(n + 1, xp.int64)
@@ -46,26 +52,34 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
     if n_anchors:
         n_edges = int(edge_starts.size)
         long_edge = xp.zeros(n, xp.int32)
-        counter = xp.zeros(4, xp.uint64)  # long spans; finished blocks of lattice_pieces, _estimate, _finish
+        counter = xp.zeros(5, xp.uint64)  # long spans; finished blocks of lattice_pieces, _estimate, _finish, _estimate
         cuts, cut_spans = xp.empty(n_anchors, xp.int64), xp.empty(n_anchors, xp.int64)
         slot_i, slot_f = xp.empty(SLOT_INTS * n_slots, xp.int64), xp.empty(SLOT_FLOATS * n_slots, xp.float64)
         class_i = xp.empty(4 * n_slots, xp.int64)
+        front_n, front_off = xp.empty(n_anchors, xp.int32), xp.empty(FRONT * n_anchors, xp.int32)
+        vec_f, vec_i = xp.empty(VEC_FLOATS * n_slots, xp.float64), xp.empty(VEC_INTS * n_slots, xp.int64)
+        fronts = (front_n, front_off)
         scratch = (score, route, value)
         launch(rt.function("lattice", "lattice_long_edges"), blocks_for(n_edges, BLOCK),
                (edge_starts, edge_ends, i64(n_edges), span_edge_offsets, i64(n), long_edge))
         launch(rt.function("lattice", "lattice_cuts"), blocks_for(n_anchors, BLOCK),
-               (*lattice, i64(long_bytes), i64(chunk), i64(n_anchors), long_edge, cuts, cut_spans, slot_i))
+               (*lattice, i64(long_bytes), i64(chunk), i64(n_anchors), long_edge, cuts, cut_spans, slot_i, *fronts))
         launch(rt.function("lattice", "lattice_pieces"), min(blocks_for(n + n_anchors, BLOCK), LIST_BLOCKS),
                (*lattice, i64(long_bytes), i64(chunk), i64(n_anchors), cuts, cut_spans, scratch_offsets, counter,
-                slot_i, slot_f, *scratch))
-        launch(rt.function("lattice", "lattice_estimate"), blocks_for(n_slots, BLOCK),
-               (*lattice, i64(n_anchors), i64(n_slots), counter, slot_i, slot_f))
+                slot_i, slot_f, *scratch, *fronts, vec_f))
+        for refine in (0, 1):  # from the rough heads, then from those estimates (cuda/lattice.cu)
+            launch(rt.function("lattice", "lattice_estimate"), blocks_for(n_slots, BLOCK),
+                   (*lattice, i64(n_anchors), i64(n_slots), counter, slot_i, slot_f, *fronts, vec_f, i64(refine)))
         launch(rt.function("lattice", "lattice_settle"), blocks_for(n_slots * CLASSES, BLOCK),
                (*lattice, i64(n_slots), slot_i, slot_f, class_i))
+        launch(rt.function("lattice", "lattice_settle_front"), blocks_for(n_slots * FRONT * CLASSES, BLOCK),
+               (*lattice, i64(n_anchors), i64(n_slots), slot_i, *fronts, vec_f, vec_i))
         launch(rt.function("lattice", "lattice_resolve"), min(blocks_for(n_anchors, BLOCK), LIST_BLOCKS),
-               (*lattice, i64(n_anchors), counter, scratch_offsets, slot_i, slot_f, class_i, *scratch))
+               (*lattice, i64(n_anchors), counter, scratch_offsets, slot_i, slot_f, class_i, *scratch, *fronts, vec_f,
+                vec_i))
         launch(rt.function("lattice", "lattice_finish"), blocks_for(n_slots, BLOCK),
-               (*lattice, i64(n_anchors), i64(n_slots), counter, scratch_offsets, slot_i, slot_f, *scratch, counts))
+               (*lattice, i64(n_anchors), i64(n_slots), counter, scratch_offsets, slot_i, slot_f, *scratch, counts, *fronts,
+                vec_f, vec_i))
     launch(rt.function("lattice", "lattice_route"), blocks_for(n, BLOCK),
            (*lattice, scratch_offsets, score, route, value, counts, i64(long_bytes)))
     token_offsets = xp.zeros(n + 1, xp.int64)
