@@ -109,15 +109,15 @@ def _find(free, i):
 
 
 @njit(**JIT)
-def _place(first_child, child_ids, order, capacity):
+def _place(first_child, child_ids, order, free, slot_of, base_of):
     """Bases of a character trie's nodes (numbered breadth-first, node 0 the root; node k's
     children are the edges ``first_child[k]:first_child[k + 1]``, edge j leading to node j + 1 on
     character ``child_ids[j]``, ascending) so that each child sits at its parent's base + its
     character id, every slot apart (first fit, the parents taken in ``order``); the root's base is
-    0. Each edge's slot, each node's base, and -1 when ``capacity`` slots were too few."""
-    n = first_child.size - 1
-    free = np.arange(capacity + 1)
-    slot_of, base_of = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    0. Into ``slot_of`` each edge's slot, into ``base_of`` each node's; ``free``: ``arange`` of the
+    capacity + 1 (arrays from the caller: allocating them here took a fifth of its compiling).
+    False when the capacity was too small."""
+    capacity = free.size - 1
     free[0] = 1
     for node in order:
         a, b = first_child[node], first_child[node + 1]
@@ -130,7 +130,7 @@ def _place(first_child, child_ids, order, capacity):
             while True:
                 base = f - low
                 if base + child_ids[b - 1] >= capacity:
-                    return slot_of, base_of, np.int64(-1)
+                    return False
                 fits = True
                 for j in range(a + 1, b):
                     if free[base + child_ids[j]] != base + child_ids[j]:
@@ -140,13 +140,13 @@ def _place(first_child, child_ids, order, capacity):
                     break
                 f = _find(free, f + 1)
         if base + child_ids[b - 1] >= capacity:
-            return slot_of, base_of, np.int64(-1)
+            return False
         base_of[node] = base
         for j in range(a, b):
             s = base + child_ids[j]
             slot_of[j] = s
             free[s] = s + 1
-    return slot_of, base_of, np.int64(0)
+    return True
 
 
 def char_trie(words: list[bytes], values: np.ndarray, weights: np.ndarray
@@ -207,10 +207,8 @@ def char_trie(words: list[bytes], values: np.ndarray, weights: np.ndarray
         order.append(node)
         stack.extend(range(first_child[node + 1], first_child[node], -1))  # its children, first on top (node j: edge j - 1)
     capacity = 2 * len(bfs) + 2 * len(id_of) + 64
-    while True:
-        slot_of, base_of, failed = _place(first, ids, np.array(order, np.int64), capacity)
-        if failed == 0:
-            break
+    slot_of, base_of = np.zeros(len(child_ids), np.int64), np.zeros(len(bfs), np.int64)
+    while not _place(first, ids, np.array(order, np.int64), np.arange(capacity + 1), slot_of, base_of):
         capacity *= 2
     slots = np.concatenate([[0], slot_of[:len(bfs) - 1]])  # node bfs[j] sits at slots[j]
     size = int(slots.max()) + len(id_of) + 2  # any base + any id stays inside
@@ -337,54 +335,38 @@ def _solve_row(text, at, n, well_formed, units, bmp_ids, keys, key_ids, weights,
     free)."""
     score[0] = 0.0
     count = 0  # characters decoded, up to byte p
-    p = 0
+    p = np.int64(0)  # not the literal 0: _char_of would be compiled for it too
     k = 0
-    while True:
-        if k == count:
-            if p >= n:
-                break
-            length, pos = _char_of(text, at, p, n, well_formed, bmp_ids, keys, key_ids)
-            char_at[count], char_id[count] = p, pos
-            count += 1
-            score[count] = -np.inf
-            p += length
-        else:
-            pos = np.int64(char_id[k])  # the root's base is 0: a first character's slot is its id
+    while k < count or p < n:
         here = score[k]
         single = False
-        if units[pos, 1] == 1:
+        pos = base = np.int64(0)  # the walk from the root; its base is 0
+        m = k
+        while True:
+            if m == count:  # the id from the decoder, not back through memory: the walk waits on it
+                if p >= n:
+                    break
+                length, cid = _char_of(text, at, p, n, well_formed, bmp_ids, keys, key_ids)
+                char_at[count], char_id[count] = p, cid
+                count += 1
+                score[count] = -np.inf
+                p += length
+            else:
+                cid = np.int64(char_id[m])
+            nxt = base + cid
+            if units[nxt, 1] != pos + 1:
+                break
+            pos = nxt
+            base = np.int64(units[pos, 0])
             v = units[pos, 2]
             if v >= 0:
-                single = True
+                single |= m == k
                 candidate = float(np.float32(here + weights[v]))
-                if candidate > score[k + 1]:
-                    score[k + 1] = candidate
-                    route[k + 1] = k
-                    value[k + 1] = v
-            m = k + 1
-            while True:
-                if m == count:  # the id from the decoder, not back through memory: the walk waits on it
-                    if p >= n:
-                        break
-                    length, cid = _char_of(text, at, p, n, well_formed, bmp_ids, keys, key_ids)
-                    char_at[count], char_id[count] = p, cid
-                    count += 1
-                    score[count] = -np.inf
-                    p += length
-                else:
-                    cid = np.int64(char_id[m])
-                nxt = np.int64(units[pos, 0]) + cid
-                if units[nxt, 1] != pos + 1:
-                    break
-                pos = nxt
-                v = units[pos, 2]
-                if v >= 0:
-                    candidate = float(np.float32(here + weights[v]))
-                    if candidate > score[m + 1]:
-                        score[m + 1] = candidate
-                        route[m + 1] = k
-                        value[m + 1] = v
-                m += 1
+                if candidate > score[m + 1]:
+                    score[m + 1] = candidate
+                    route[m + 1] = k
+                    value[m + 1] = v
+            m += 1
         if not single:
             candidate = float(np.float32(here + unk_score))
             if candidate > score[k + 1]:
