@@ -1,6 +1,6 @@
 """The CPU Unigram encoder in one pass per row: normalize it, solve its lattice while walking the
-pieces' trie from each character (no edge list is written), and write its ids while the row is
-in cache.
+pieces' character-level trie from each character (no edge list is written), and write its ids
+while the row is in cache.
 
 It gives the ids of the staged path (:class:`~gpu_text.tokenizer.normalizer.Normalizer` → the
 trie's prefix search → ``lattice_viterbi`` in mode 3 → unknown handling, which the GPU runs kernel
@@ -34,27 +34,24 @@ def _grown(array, size, keep):
     return out
 
 
-def trie_units(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np.ndarray) -> np.ndarray:
-    """The byte-level double-array trie packed one slot per row: (base, check, the value of the
-    word ending there or -1), with :func:`~cpu_fallback.double_array.trie_step` and
-    :func:`~cpu_fallback.double_array.trie_value`'s answers.
+def slot_values(state: np.ndarray, check: np.ndarray, eow: np.ndarray) -> np.ndarray:
+    """The value of the word ending at each slot of a byte-level double-array trie, or -1
+    (:func:`~cpu_fallback.double_array.trie_value`'s answers, all at once).
 
     >>> from cpu_fallback.double_array import arrays_of
-    >>> units = trie_units(*arrays_of([b"a", b"ab"], [7, 8]))
-    >>> sorted(units[units[:, 2] >= 0, 2].tolist())
+    >>> state, check, label, eow = arrays_of([b"a", b"ab"], [7, 8])
+    >>> sorted(v for v in slot_values(state, check, eow).tolist() if v >= 0)
     [7, 8]
     """
     size = state.size
-    units = np.zeros((size, 3), np.int32)
-    units[:, 0], units[:, 1] = state, check
-    units[:, 2] = -1
+    values = np.full(size, -1, np.int32)
     ends = np.flatnonzero(eow[:size]).astype(np.int64)
     slots = ends ^ state[ends].astype(np.int64)  # base ^ 0: the child on byte 0 holds the value
     inside = (slots >= 0) & (slots < size)
     ends, slots = ends[inside], slots[inside]
     found = check[slots].astype(np.int64) == ends + 1
-    units[ends[found], 2] = state[slots[found]]
-    return units
+    values[ends[found]] = state[slots[found]]
+    return values
 
 
 def trie_words(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np.ndarray
@@ -67,15 +64,15 @@ def trie_words(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np.
     >>> sorted(zip(values.tolist(), words))
     [(7, b'ab'), (8, b'a'), (9, b'\\xe4\\xb8\\xad')]
     """
-    units = trie_units(state, check, label, eow)
-    ends = np.flatnonzero(units[:, 2] >= 0)
+    values = slot_values(state, check, eow)
+    ends = np.flatnonzero(values >= 0)
     node, reversed_bytes = ends.astype(np.int64), []
     while (node > 0).any():
         reversed_bytes.append(np.where(node > 0, label[node].astype(np.int16), -1))
         node = np.where(node > 0, check[node].astype(np.int64) - 1, 0)
     table = np.array(reversed_bytes[::-1], np.int16).reshape(len(reversed_bytes), ends.size).T
     words = [bytes(row[row >= 0].astype(np.uint8)) for row in table]
-    return words, units[ends, 2].copy()
+    return words, values[ends]
 
 
 _MALFORMED = 0x110000  # + the byte: a malformed byte as one character of its own (the Ustr rule)
@@ -159,8 +156,10 @@ def char_trie(words: list[bytes], values: np.ndarray, weights: np.ndarray
     the child on id c of slot s is ``units[s, 0] + c`` where ``units[that, 1] == s + 1``; the root
     is slot 0 with base 0, so a first character's slot is its id), ``bmp_ids`` (the id of each
     code point below U+10000, 0: in no word) and the sorted other keys of :func:`char_keys` with
-    their ids. Ids of first characters come first, the most likely (by their one-character word's
-    weight) lowest, so the walks' first slots share cache lines.
+    their ids. An ASCII character's id is its code point (no table on the walk's path); then the
+    other first characters, the most likely (by their one-character word's weight) lowest, so the
+    walks' first slots share cache lines. Children are placed depth-first, so a word's slots lie
+    near each other.
 
     >>> units, bmp, keys, ids = char_trie([b"a", b"ab", "中".encode()], np.array([7, 8, 9]), np.zeros(10))
     >>> int(units[bmp[ord("a")], 2]), int(units[bmp[ord("中")], 2]), bool(units[bmp[ord("x")], 1] == 1)
@@ -199,8 +198,6 @@ def char_trie(words: list[bytes], values: np.ndarray, weights: np.ndarray
         i += 1
     first = np.array(first_child, np.int64)
     ids = np.array(child_ids, np.int64)
-    # children placed in depth-first order: a word's slots lie near each other, so its walk
-    # touches fewer cache lines
     order, stack = [], [0]
     while stack:
         node = stack.pop()
