@@ -716,7 +716,8 @@ lattice_estimate(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ cou
         if (in.n > 1 || out.n > 1) {  // rough deltas per entry and exit (the first piece: its exact values)
             for (int i = 0; i < in.n && fields[4] == GT_LSLOT_PENDING_FRONT; ++i) {
                 double at[GT_LFRONT];
-                lattice_front_values(g, fields[5], fields[0], fields[1], in, i, v[rough + i], out, at, -1.0, 0, nullptr);
+                lattice_front_values(g, fields[5], fields[0], fields[1], in, i, v[rough + i], out, at, -1.0, 0,
+                                     nullptr);
                 for (int j = 0; j < out.n; ++j) v[24 + GT_LFRONT * j + i] = at[j] - v[rough + i];
             }
             for (int j = 0; j < out.n && fields[4] == GT_LSLOT_EXACT; ++j) v[24 + GT_LFRONT * j] = v[GT_LFRONT * j];
@@ -776,8 +777,8 @@ lattice_estimate(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ cou
 // one solve with only that entry live (the exits' values are the max over the entries of these,
 // rounding being monotone). No split: a piece whose scores come near a binade edge has no table for
 // that entry, and lattice_resolve solves it exactly.
-__device__ __forceinline__ void settle_front(const LatticeArgs& g, const i64* fields, const LFront& in, const LFront& out,
-                                          int live, int c, double* v, i64* vi) {
+__device__ __forceinline__ void settle_front(const LatticeArgs& g, const i64* fields, const LFront& in,
+                                             const LFront& out, int live, int c, double* v, i64* vi) {
     const int precision = (g.mode & GT_LATTICE_FLOAT32) ? 24 : 53;
     const double estimate = v[40 + live], error = v[44 + live];
     const double low = fabs(estimate) - error, high = fabs(estimate) + error;
@@ -800,8 +801,9 @@ __device__ __forceinline__ void settle_front(const LatticeArgs& g, const i64* fi
                                          error + classes * unit + 2.0 * top, e_top, nullptr);
     for (int j = 0; j < out.n; ++j) {
         const double delta = at[j] - head;
+        const bool exact = at[j] == GT_LATTICE_NEG_INF || lattice_exact_sum(at[j], -head, delta);  // -inf: no path
         v[52 + (GT_LFRONT * j + live) * GT_LCLASSES + c] =
-            !ok ? nan("") : at[j] == GT_LATTICE_NEG_INF ? at[j] : lattice_exact_sum(at[j], -head, delta) ? delta : nan("");
+            !ok || !exact ? nan("") : at[j] == GT_LATTICE_NEG_INF ? at[j] : delta;
     }
 }
 

@@ -144,10 +144,10 @@ def test_one_megabyte_span_without_cut_points(mode, text):
     steps = {name: module.get_function(name).last_max_steps for name in PIECE_KERNELS}
     print(f"longest thread's steps on a 1 MB span without cut points ({text!r}, mode {mode}):", steps)
     chunk = launchers.CHUNK_BYTES
-    solve = 5 * chunk  # one piece's solve
+    solve = 5 * chunk  # one piece's solve; a kernel makes at most one per frontier position (4)
     pieces = (1 << 20) // chunk + 1
     assert max(steps[k] for k in ("lattice_cuts", "lattice_pieces", "lattice_estimate", "lattice_settle",
-                                  "lattice_settle_front", "lattice_finish")) <= 4 * solve + pieces, steps  # a solve per frontier position at most
+                                  "lattice_settle_front", "lattice_finish")) <= 4 * solve + pieces, steps
     # resolve: a step per piece, and in float32 an exact solve of each piece whose scores cross a binade
     # edge (no table: such a piece is not split, as pieces between cut points are), one per binade the
     # span's scores reach past the first piece's: at most log2(pieces) ('a': 7, 72k steps; 一: 34k; float64: none)

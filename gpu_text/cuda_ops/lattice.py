@@ -78,8 +78,8 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
                (*lattice, i64(n_anchors), counter, scratch_offsets, slot_i, slot_f, class_i, *scratch, *fronts, vec_f,
                 vec_i))
         launch(rt.function("lattice", "lattice_finish"), blocks_for(n_slots, BLOCK),
-               (*lattice, i64(n_anchors), i64(n_slots), counter, scratch_offsets, slot_i, slot_f, *scratch, counts, *fronts,
-                vec_f, vec_i))
+               (*lattice, i64(n_anchors), i64(n_slots), counter, scratch_offsets, slot_i, slot_f, *scratch, counts,
+                *fronts, vec_f, vec_i))
     launch(rt.function("lattice", "lattice_route"), blocks_for(n, BLOCK),
            (*lattice, scratch_offsets, score, route, value, counts, i64(long_bytes)))
     token_offsets = xp.zeros(n + 1, xp.int64)
