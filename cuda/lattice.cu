@@ -140,8 +140,12 @@ lattice_emit(const i64* __restrict__ span_starts, const i64* __restrict__ span_e
 //                     pass's estimate; last block: estimates and errors (a step per piece).
 //   lattice_settle    per (piece, class): one class solve (at most two, around a binade edge).
 //   lattice_settle_front  per (piece with a forced cut, entry, class): one class solve.
+//   lattice_zone_split    per piece with a forced cut: where its scores cross one binade edge, its
+//                     zone (two passes from the estimates) and the frontiers at the zone's ends.
+//   lattice_settle_zone   per (split piece, entry, class of 2): a class solve of each part.
 //   lattice_resolve   per long span: from its start, each piece's exact head (or entries) by its table
-//                     (a step per piece), an exact solve where no valid entry exists.
+//                     (a step per piece; a split piece's zone solved exactly), an exact solve where
+//                     no valid entry exists.
 //   lattice_finish    per piece: the exact solve from its exact head or entries (table-settled
 //                     pieces), from each exit the route back to its start (entry, tokens); last
 //                     block: each piece's exit and tokens before it (three steps per piece).
@@ -161,8 +165,11 @@ lattice_emit(const i64* __restrict__ span_starts, const i64* __restrict__ span_e
 // per exit j, the entry its path leaves by and its token count (2j, 2j + 1); per entry i, the
 // binade and classes of its table (8 + 2i, 9 + 2i).
 #define GT_LFRONT 4
-#define GT_LVF (52 + GT_LFRONT * GT_LFRONT * GT_LCLASSES)
-#define GT_LVI 16
+#define GT_LVF (52 + GT_LFRONT * GT_LFRONT * GT_LCLASSES + 4 * GT_LFRONT * GT_LFRONT + 2 * GT_LFRONT)
+#define GT_LVF_D3 (52 + GT_LFRONT * GT_LFRONT * GT_LCLASSES)  // a split piece's part after its zone: D3[j][i][c]
+#define GT_LVF_D1 (GT_LVF_D3 + 2 * GT_LFRONT * GT_LFRONT)  // the part before its zone: D1[j][i][c]
+#define GT_LVF_E3 (GT_LVF_D1 + 2 * GT_LFRONT * GT_LFRONT)  // the part after: its entries' estimates, errors
+#define GT_LVI 24  // ... 16: zone start z1, end z2, z1's frontier (n, packed), z2's, split (1), e_top
 #define GT_LSLOT_EXACT 1
 #define GT_LSLOT_PENDING 2
 #define GT_LSLOT_CERTAIN 3
@@ -408,6 +415,88 @@ __device__ bool lattice_front_values(const LatticeArgs& g, i64 s, i64 a, i64 b, 
     }
     for (int j = 0; j < out.n; ++j) out_values[j] = out.off(j) == 0 ? ring[b & (GT_LRING - 1)] : out_values[j];
     return fine;
+}
+
+// lattice_front_values with every entry live (xs[i] at in's position i): the exact values at out's
+// positions. With p_lo (or null): the first start relaxing a score of size edge - margin or more
+// (*p_lo, b when none) and the last relaxing one of size edge + margin or less (*p_hi, -1 when none).
+__device__ void lattice_all_values(const LatticeArgs& g, i64 s, i64 a, i64 b, const LFront& in, const double* xs,
+                                   const LFront& out, double* out_values, double edge, double margin, i64* p_lo,
+                                   i64* p_hi) {
+    double ring[GT_LRING];
+    for (int k = 0; k < GT_LRING; ++k) ring[k] = GT_LATTICE_NEG_INF;
+    for (int j = 0; j < GT_LFRONT; ++j) out_values[j] = nan("");
+    i64 lo = b, hi = -1;
+    auto keep = [&](i64 from, i64 to, double v) {
+        if (v == GT_LATTICE_NEG_INF) return;
+        if (p_lo && fabs(v) >= edge - margin) lo = from < lo ? from : lo;
+        if (p_lo && fabs(v) <= edge + margin) hi = from > hi ? from : hi;
+        double* slot = ring + (to & (GT_LRING - 1));
+        *slot = v > *slot ? v : *slot;
+    };
+    const i64 e_hi = g.span_edge_offsets[s + 1];
+    ring[a & (GT_LRING - 1)] = xs[in.n - 1];
+    for (int i = 0; i + 1 < in.n; ++i) {
+        const i64 f = a + in.off(i);
+        i64 taken = 0;
+        for (i64 e = first_edge_from(g, s, f); e < e_hi && g.edge_starts[e] == f; ++e, ++taken) {
+            GT_STEP();
+            if ((g.max_edges_per_start > 0 && taken >= g.max_edges_per_start) || g.edge_ends[e] <= a) continue;
+            keep(f, g.edge_ends[e], lattice_kept(xs[i] + g.weights[g.edge_values[e]], g.mode));
+        }
+    }
+    const bool only_if_no_char = (g.mode & GT_LATTICE_FALLBACK_IF_NO_CHAR) != 0;
+    i64 e = first_edge_from(g, s, a);
+    for (i64 p = a; p < b;) {
+        GT_STEP();
+        const int length = char_length(g.data, p, b);
+        const double here = ring[p & (GT_LRING - 1)];
+        for (int j = 0; j < out.n; ++j) out_values[j] = b + out.off(j) == p ? here : out_values[j];
+        for (int k = 0; k < length; ++k) ring[(p + k) & (GT_LRING - 1)] = GT_LATTICE_NEG_INF;
+        const double fallback = lattice_kept(here + g.fallback_weight, g.mode);
+        if (!only_if_no_char) keep(p, p + length, fallback);
+        while (e < e_hi && g.edge_starts[e] < p) ++e;
+        i64 taken = 0;
+        bool char_edge = false;
+        for (; e < e_hi && g.edge_starts[e] == p; ++e, ++taken) {
+            GT_STEP();
+            if (g.max_edges_per_start > 0 && taken >= g.max_edges_per_start) continue;
+            char_edge |= g.edge_ends[e] == p + length;
+            keep(p, g.edge_ends[e], lattice_kept(here + g.weights[g.edge_values[e]], g.mode));
+        }
+        if (only_if_no_char && !char_edge) keep(p, p + length, fallback);
+        p += length;
+    }
+    for (int j = 0; j < out.n; ++j) out_values[j] = out.off(j) == 0 ? ring[b & (GT_LRING - 1)] : out_values[j];
+    if (p_lo) {
+        *p_lo = lo;
+        *p_hi = hi;
+    }
+}
+
+// The frontier of an inner position z of span s (a character start): the starts after `after` of the
+// (taken) edges crossing z, and z; n = 0 when more than GT_LFRONT or an edge starts at or before `after`.
+__device__ LFront lattice_front_at(const LatticeArgs& g, i64 s, i64 z, i64 after) {
+    LFront f;
+    f.n = 0;
+    f.packed = 0;
+    const i64 e_hi = g.span_edge_offsets[s + 1], begin = g.span_starts[s], end = g.span_ends[s];
+    int count = 0;
+    for (i64 e = first_edge_from(g, s, z - GT_LRING); e < e_hi && g.edge_starts[e] < z;) {
+        const i64 f0 = g.edge_starts[e];
+        i64 taken = 0;
+        bool crosses = false;
+        for (; e < e_hi && g.edge_starts[e] == f0; ++e, ++taken) {
+            GT_STEP();
+            if ((g.max_edges_per_start > 0 && taken >= g.max_edges_per_start) || g.edge_ends[e] <= z) continue;
+            crosses = true;
+        }
+        if (!crosses || !utf8_starts_char(g.data, f0, begin, end)) continue;
+        if (count == GT_LFRONT - 1 || f0 <= after) return f;
+        f.packed |= (u32)((int)(f0 - z) & 0xff) << (8 * count++);
+        }
+    f.n = count + 1;
+    return f;
 }
 
 // The crossing of a piece whose scores cross the binade edge `edge` (|score| = edge), from `head`:
@@ -775,35 +864,138 @@ lattice_estimate(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ cou
 
 // lattice_settle for a piece with a forced cut at either end: class c of entry `live`'s table, from
 // one solve with only that entry live (the exits' values are the max over the entries of these,
-// rounding being monotone). No split: a piece whose scores come near a binade edge has no table for
-// that entry, and lattice_resolve solves it exactly.
+// rounding being monotone). A piece whose scores cross one binade edge 2^e (float32: the spacing
+// doubles) is split as pieces between cut points are, at inner positions with frontiers: z1, 128
+// bytes before the first start relaxing a score near the edge (from the estimates), and z2, 128 bytes
+// past the last (so its frontier's scores are all past the edge): a table of two classes of binade e
+// for [a, z1) (exits: z1's frontier), the zone [z1, z2) solved exactly by lattice_resolve (a few
+// hundred bytes), a table of two classes of binade e + 1 for [z2, b) (zone_split finds the split,
+// settle_zone solves its classes; the whole-piece table stays, tried first).
 __device__ __forceinline__ void settle_front(const LatticeArgs& g, const i64* fields, const LFront& in,
                                              const LFront& out, int live, int c, double* v, i64* vi) {
     const int precision = (g.mode & GT_LATTICE_FLOAT32) ? 24 : 53;
-    const double estimate = v[40 + live], error = v[44 + live];
-    const double low = fabs(estimate) - error, high = fabs(estimate) + error;
-    const int e_head = lattice_binade(low);
-    const int e_top = lattice_binade(fabs(estimate) - v[16 + live] + error + 1.0);
-    const double unit = ldexp(1.0, e_head - precision), top = ldexp(1.0, e_top - precision);
-    int classes = low > 0.0 && e_top >= e_head && e_top - e_head <= 2 && lattice_binade(high) == e_head
-        ? 1 << (e_top - e_head + 1) : 0;
-    const double base = classes ? floor(estimate / (classes * unit)) * (classes * unit) : 0.0;
-    if (classes && (lattice_binade(base) != e_head || lattice_binade(base + (classes - 1) * unit) != e_head))
-        classes = 0;
-    if (c == 0) {
-        vi[8 + 2 * live] = e_head;
-        vi[9 + 2 * live] = classes;
+    const i64 a = fields[0], b = fields[1], s = fields[5];
+    if (live < in.n) {
+        const double estimate = v[40 + live], error = v[44 + live];
+        const double low = fabs(estimate) - error, high = fabs(estimate) + error;
+        const int e_head = lattice_binade(low);
+        const int e_top = lattice_binade(fabs(estimate) - v[16 + live] + error + 1.0);
+        const double unit = ldexp(1.0, e_head - precision), top = ldexp(1.0, e_top - precision);
+        int classes = low > 0.0 && e_top >= e_head && e_top - e_head <= 2 && lattice_binade(high) == e_head
+            ? 1 << (e_top - e_head + 1) : 0;
+        const double base = classes ? floor(estimate / (classes * unit)) * (classes * unit) : 0.0;
+        if (classes && (lattice_binade(base) != e_head || lattice_binade(base + (classes - 1) * unit) != e_head))
+            classes = 0;
+        if (c == 0) {
+            vi[8 + 2 * live] = e_head;
+            vi[9 + 2 * live] = classes;
+        }
+        if (c < classes) {
+            const double head = base + c * unit;
+            double at[GT_LFRONT];
+            const bool ok = lattice_front_values(g, s, a, b, in, live, head, out, at,
+                                                 error + classes * unit + 2.0 * top, e_top, nullptr);
+            for (int j = 0; j < out.n; ++j) {
+                const double delta = at[j] - head;
+                const bool exact = at[j] == GT_LATTICE_NEG_INF || lattice_exact_sum(at[j], -head, delta);
+                v[52 + (GT_LFRONT * j + live) * GT_LCLASSES + c] =
+                    !ok || !exact ? nan("") : at[j] == GT_LATTICE_NEG_INF ? at[j] : delta;
+            }
+        }
     }
-    if (c >= classes) return;
-    const double head = base + c * unit;
+}
+
+// lattice_zone_split's piece: its zone (vi[16...23], the estimates of z2's frontier), vi[22] = 1, or 0.
+__device__ __forceinline__ void zone_split(const LatticeArgs& g, const i64* fields, const LFront& in,
+                                           const LFront& out, double* v, i64* vi) {
+    const int precision = (g.mode & GT_LATTICE_FLOAT32) ? 24 : 53;
+    const i64 a = fields[0], b = fields[1], s = fields[5];
+    // The split around one binade edge: every entry's estimate well inside binade e, scores reaching e + 1.
+    const double est_last = v[40 + in.n - 1];
+    const int e = lattice_binade(fabs(est_last));
+    double error = 0.0;
+    bool split = true;
+    for (int i = 0; i < in.n; ++i) {
+        const double size = fabs(v[40 + i]), err = v[44 + i];
+        error = err > error ? err : error;
+        split &= size - err > 0.0 && lattice_binade(size - err) == e && lattice_binade(size + err) == e &&
+                 lattice_binade(size - v[16 + i] + err + 1.0) == e + 1;
+    }
+    vi[22] = 0;
+    if (!split) return;
+    const double unit = ldexp(1.0, e - precision), top = 2.0 * unit, edge = ldexp(1.0, e);
+    const double error3 = 2.0 * error + 64.0 * top;
+    i64 p_lo, p_hi;
     double at[GT_LFRONT];
-    const bool ok = lattice_front_values(g, fields[5], fields[0], fields[1], in, live, head, out, at,
-                                         error + classes * unit + 2.0 * top, e_top, nullptr);
-    for (int j = 0; j < out.n; ++j) {
-        const double delta = at[j] - head;
-        const bool exact = at[j] == GT_LATTICE_NEG_INF || lattice_exact_sum(at[j], -head, delta);  // -inf: no path
-        v[52 + (GT_LFRONT * j + live) * GT_LCLASSES + c] =
-            !ok || !exact ? nan("") : at[j] == GT_LATTICE_NEG_INF ? at[j] : delta;
+    lattice_all_values(g, s, a, b, in, v + 40, out, at, edge, error3 + 8.0 * top, &p_lo, &p_hi);
+    if (p_lo >= b || p_hi < 0) return;
+    const i64 begin = g.span_starts[s], end = g.span_ends[s];
+    // One entry's own scores lag the max over the entries by a few weights: they reach the edge a little
+    // earlier than p_lo, so z1 keeps 2 GT_LRING bytes more (an entry that still comes near: no table).
+    i64 z1 = p_lo - 2 * GT_LRING, z2 = p_hi + 2 * GT_LRING;
+    while (z1 > a && !utf8_starts_char(g.data, z1, begin, end)) --z1;
+    if (z1 <= a + GT_LRING) z1 = a;
+    while (z2 < b && !utf8_starts_char(g.data, z2, begin, end)) ++z2;
+    if (z2 > b - GT_LRING) z2 = b;
+    const LFront f1 = z1 == a ? in : lattice_front_at(g, s, z1, a);
+    const LFront f2 = z2 == b ? out : lattice_front_at(g, s, z2, z1);
+    if (f1.n == 0 || f2.n == 0 || z2 <= z1) return;
+    double est3[GT_LFRONT];
+    lattice_all_values(g, s, a, z2, in, v + 40, f2, est3, 0.0, 0.0, nullptr, nullptr);  // estimates at z2's frontier
+    for (int i = 0; i < f2.n && z2 < b; ++i) {
+        if (!(fabs(est3[i]) - error3 - 4.0 * top > edge && lattice_binade(fabs(est3[i]) + error3) == e + 1)) return;
+    }
+    vi[16] = z1;
+    vi[17] = z2;
+    vi[18] = f1.n;
+    vi[19] = f1.packed;
+    vi[20] = f2.n;
+    vi[21] = f2.packed;
+    vi[22] = 1;
+    vi[23] = e + 1;
+    for (int i = 0; i < GT_LFRONT; ++i) {
+        v[GT_LVF_E3 + i] = est3[i];
+        v[GT_LVF_E3 + GT_LFRONT + i] = error3;
+    }
+}
+
+// lattice_settle_zone's thread (live, c < 2) of a split piece: class c of entry `live`'s tables for
+// the parts before and after its zone.
+__device__ __forceinline__ void settle_zone(const LatticeArgs& g, const i64* fields, const LFront& in,
+                                            const LFront& out, int live, int c, double* v, const i64* vi) {
+    const int precision = (g.mode & GT_LATTICE_FLOAT32) ? 24 : 53;
+    const i64 a = fields[0], b = fields[1], s = fields[5], z1 = vi[16], z2 = vi[17];
+    const int e = (int)vi[23] - 1;
+    LFront f1, f2;
+    f1.n = (int)vi[18];
+    f1.packed = (u32)vi[19];
+    f2.n = (int)vi[20];
+    f2.packed = (u32)vi[21];
+    const double unit = ldexp(1.0, e - precision), top = 2.0 * unit, error3 = v[GT_LVF_E3 + GT_LFRONT];
+    if (z1 > a && live < in.n) {  // the part before the zone: two classes of binade e
+        const double estimate = v[40 + live];
+        const double head = floor(estimate / (2.0 * unit)) * (2.0 * unit) + c * unit;
+        bool ok = lattice_binade(fabs(head)) == e;
+        double out1[GT_LFRONT];
+        ok &= lattice_front_values(g, s, a, z1, in, live, head, f1, out1, v[44 + live] + 4.0 * unit, e, nullptr);
+        for (int j = 0; j < f1.n; ++j) {
+            const double delta = out1[j] - head;
+            const bool exact = out1[j] == GT_LATTICE_NEG_INF || lattice_exact_sum(out1[j], -head, delta);
+            v[GT_LVF_D1 + (GT_LFRONT * j + live) * 2 + c] =
+                !ok || !exact ? nan("") : out1[j] == GT_LATTICE_NEG_INF ? out1[j] : delta;
+        }
+    }
+    if (z2 < b && live < f2.n) {  // the part after the zone: two classes of binade e + 1
+        const double head = floor(v[GT_LVF_E3 + live] / (2.0 * top)) * (2.0 * top) + c * top;
+        bool ok = lattice_binade(fabs(head)) == e + 1;
+        double out3[GT_LFRONT];
+        ok &= lattice_front_values(g, s, z2, b, f2, live, head, out, out3, error3 + 4.0 * top, e + 1, nullptr);
+        for (int j = 0; j < out.n; ++j) {
+            const double delta = out3[j] - head;
+            const bool exact = out3[j] == GT_LATTICE_NEG_INF || lattice_exact_sum(out3[j], -head, delta);
+            v[GT_LVF_D3 + (GT_LFRONT * j + live) * 2 + c] =
+                !ok || !exact ? nan("") : out3[j] == GT_LATTICE_NEG_INF ? out3[j] : delta;
+        }
     }
 }
 
@@ -887,7 +1079,89 @@ lattice_settle_front(LATTICE_ARGS, i64 n_anchors, i64 n_slots, const i64* __rest
     LATTICE_G;
     const LFront in = lattice_front(front_n, front_off, k < n_anchors ? k : -1);
     const LFront out = lattice_front(front_n, front_off, slot_i[GT_LSLOT_I * k + 2]);
-    if (live < in.n) settle_front(g, slot_i + GT_LSLOT_I * k, in, out, live, c, vec_f + GT_LVF * k, vec_i + GT_LVI * k);
+    settle_front(g, slot_i + GT_LSLOT_I * k, in, out, live, c, vec_f + GT_LVF * k, vec_i + GT_LVI * k);
+}
+
+// Per thread: one pending piece with a forced cut at either end: its zone split when its scores cross
+// one binade edge (zone_split: two passes over the piece from the estimates).
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+lattice_zone_split(LATTICE_ARGS, i64 n_anchors, i64 n_slots, const i64* __restrict__ slot_i,
+                   const int* __restrict__ front_n, const int* __restrict__ front_off, double* __restrict__ vec_f,
+                   i64* __restrict__ vec_i) {
+    const i64 k = global_thread_index();
+    if (k >= n_slots || slot_i[GT_LSLOT_I * k + 4] != GT_LSLOT_PENDING_FRONT) return;
+    LATTICE_G;
+    const LFront in = lattice_front(front_n, front_off, k < n_anchors ? k : -1);
+    const LFront out = lattice_front(front_n, front_off, slot_i[GT_LSLOT_I * k + 2]);
+    zone_split(g, slot_i + GT_LSLOT_I * k, in, out, vec_f + GT_LVF * k, vec_i + GT_LVI * k);
+}
+
+// Per thread: one class (of 2) of one entry of a split piece (thread (k * GT_LFRONT + entry) * 2 + c):
+// at most two class solves of its parts (settle_zone).
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+lattice_settle_zone(LATTICE_ARGS, i64 n_anchors, i64 n_slots, const i64* __restrict__ slot_i,
+                    const int* __restrict__ front_n, const int* __restrict__ front_off, double* __restrict__ vec_f,
+                    const i64* __restrict__ vec_i) {
+    const i64 thread = global_thread_index();
+    const i64 k = thread / (GT_LFRONT * 2);
+    const int live = (int)(thread / 2 % GT_LFRONT);
+    const int c = (int)(thread % 2);
+    if (k >= n_slots || slot_i[GT_LSLOT_I * k + 4] != GT_LSLOT_PENDING_FRONT || vec_i[GT_LVI * k + 22] != 1) return;
+    LATTICE_G;
+    const LFront in = lattice_front(front_n, front_off, k < n_anchors ? k : -1);
+    const LFront out = lattice_front(front_n, front_off, slot_i[GT_LSLOT_I * k + 2]);
+    settle_zone(g, slot_i + GT_LSLOT_I * k, in, out, live, c, vec_f + GT_LVF * k, vec_i + GT_LVI * k);
+}
+
+// One table step: y[j] = max over entries i of x[i] + its table's delta (classes of binade e, table
+// d[(GT_LFRONT * j + i) * stride + class]); false when an entry is out of its estimate's error, in
+// another binade, without a valid entry, or a sum is inexact.
+__device__ __forceinline__ bool lattice_table_step(const double* x, int n_in, int n_out, int e, int classes,
+                                                   const double* estimates, const double* errors, int error_step,
+                                                   const double* d, int stride, int precision, double* y) {
+    for (int j = 0; j < GT_LFRONT; ++j) y[j] = GT_LATTICE_NEG_INF;
+    for (int i = 0; i < n_in; ++i) {
+        if (!(lattice_binade(x[i]) == e && fabs(x[i] - estimates[i]) <= errors[error_step * i])) return false;
+        const int cls = (int)((long long)ldexp(x[i], precision - e) & (long long)(classes - 1));
+        for (int j = 0; j < n_out; ++j) {
+            const double delta = d[(GT_LFRONT * j + i) * stride + cls];
+            const double sum = x[i] + delta;
+            if (isnan(delta) || (delta != GT_LATTICE_NEG_INF && !lattice_exact_sum(x[i], delta, sum))) return false;
+            y[j] = sum > y[j] ? sum : y[j];
+        }
+    }
+    return true;
+}
+
+// A split piece's exits (xs in place): its part before the zone by its table, the zone exactly, the
+// part after by its table; false where a table does not apply (xs unchanged).
+__device__ __forceinline__ bool resolve_split(const LatticeArgs& g, i64 s, const i64* fields, const LFront& in,
+                                          const LFront& out, const double* v, const i64* vi, double* xs) {
+    const int precision = (g.mode & GT_LATTICE_FLOAT32) ? 24 : 53;
+    const i64 a = fields[0], b = fields[1], z1 = vi[16], z2 = vi[17];
+    const int e_top = (int)vi[23];
+    LFront f1, f2;
+    f1.n = (int)vi[18];
+    f1.packed = (u32)vi[19];
+    f2.n = (int)vi[20];
+    f2.packed = (u32)vi[21];
+    double y[GT_LFRONT], w[GT_LFRONT];
+    if (z1 > a) {
+        if (!lattice_table_step(xs, in.n, f1.n, e_top - 1, 2, v + 40, v + 44, 1, v + GT_LVF_D1, 2, precision, y))
+            return false;
+    } else {
+        for (int i = 0; i < GT_LFRONT; ++i) y[i] = xs[i];
+    }
+    lattice_all_values(g, s, z1, z2, f1, y, f2, w, 0.0, 0.0, nullptr, nullptr);
+    if (z2 < b) {
+        if (!lattice_table_step(w, f2.n, out.n, e_top, 2, v + GT_LVF_E3, v + GT_LVF_E3 + GT_LFRONT, 1,
+                                v + GT_LVF_D3, 2, precision, y))
+            return false;
+    } else {
+        for (int i = 0; i < GT_LFRONT; ++i) y[i] = w[i];
+    }
+    for (int j = 0; j < GT_LFRONT; ++j) xs[j] = y[j];
+    return true;
 }
 
 // lattice_resolve's step over a piece with a forced cut at either end: its exits' exact values xs
@@ -899,10 +1173,10 @@ __device__ __forceinline__ void resolve_front(const LatticeArgs& g, i64 s, i64 b
     const int precision = (g.mode & GT_LATTICE_FLOAT32) ? 24 : 53;
     double y[GT_LFRONT];
     bool ok = true;
+    for (int i = 0; i < in.n; ++i) v[48 + i] = xs[i];
     for (int j = 0; j < GT_LFRONT; ++j) y[j] = GT_LATTICE_NEG_INF;
     for (int i = 0; i < in.n; ++i) {
         const double x = xs[i];
-        v[48 + i] = x;
         const int e = (int)vi[8 + 2 * i], classes = (int)vi[9 + 2 * i];
         if (!(classes > 0 && lattice_binade(x) == e && fabs(x - v[40 + i]) <= v[44 + i])) {
             ok = false;
@@ -916,6 +1190,10 @@ __device__ __forceinline__ void resolve_front(const LatticeArgs& g, i64 s, i64 b
             y[j] = sum > y[j] ? sum : y[j];
         }
     }
+    if (!ok && vi[22] == 1 && resolve_split(g, s, fields, in, out, v, vi, xs)) {  // xs: its exits
+        fields[4] = GT_LSLOT_CERTAIN;
+        return;
+    }
     if (ok) {
         fields[4] = GT_LSLOT_CERTAIN;
     } else {
@@ -928,7 +1206,7 @@ __device__ __forceinline__ void resolve_front(const LatticeArgs& g, i64 s, i64 b
 
 // Per thread: one long span: its pieces (a step each) and an exact solve of each piece without a
 // valid table entry; each other piece's exact head goes to slot_f for lattice_finish.
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+extern "C" __global__ void __launch_bounds__(GT_BLOCK, 4)
 lattice_resolve(LATTICE_ARGS, i64 n_anchors, const u64* __restrict__ counter, const i64* __restrict__ scratch_offsets,
                 i64* __restrict__ slot_i, double* __restrict__ slot_f, const i64* __restrict__ class_i,
                 double* __restrict__ score, i64* __restrict__ route, int* __restrict__ value,

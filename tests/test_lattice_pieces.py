@@ -14,8 +14,8 @@ from tests.test_utf8_kernels import host
 
 UNIGRAM = FALLBACK_IF_NO_CHAR | FLOAT32
 PIECE_KERNELS = ("lattice_long_edges", "lattice_cuts", "lattice_pieces", "lattice_estimate", "lattice_settle",
-                 "lattice_settle_front", "lattice_resolve", "lattice_finish", "lattice_route", "lattice_emit",
-                 "lattice_emit_pieces")
+                 "lattice_settle_front", "lattice_zone_split", "lattice_settle_zone", "lattice_resolve",
+                 "lattice_finish", "lattice_route", "lattice_emit", "lattice_emit_pieces")
 
 
 def assert_same(got, want):
@@ -147,12 +147,12 @@ def test_one_megabyte_span_without_cut_points(mode, text):
     solve = 5 * chunk  # one piece's solve; a kernel makes at most one per frontier position (4)
     pieces = (1 << 20) // chunk + 1
     assert max(steps[k] for k in ("lattice_cuts", "lattice_pieces", "lattice_estimate", "lattice_settle",
-                                  "lattice_settle_front", "lattice_finish")) <= 4 * solve + pieces, steps
-    # resolve: a step per piece, and in float32 an exact solve of each piece whose scores cross a binade
-    # edge (no table: such a piece is not split, as pieces between cut points are), one per binade the
-    # span's scores reach past the first piece's: at most log2(pieces) ('a': 7, 72k steps; 一: 34k; float64: none)
-    crossings = 0 if mode == 0 else pieces.bit_length()
-    assert steps["lattice_resolve"] <= crossings * solve + pieces, steps
+                                  "lattice_settle_front", "lattice_zone_split", "lattice_settle_zone",
+                                  "lattice_finish")) <= 4 * solve + pieces, steps
+    # resolve: a step per piece, and an exact solve of the zone of each piece whose scores cross a binade
+    # edge (a few hundred bytes), one per binade the span's scores reach past the first piece's: at most
+    # log2(pieces) zones ('a' float32: 7.8k steps, 72k when such pieces were solved whole; float64: none)
+    assert steps["lattice_resolve"] <= pieces.bit_length() * solve // 4 + pieces, steps
     assert steps["lattice_emit_pieces"] <= pieces + chunk, steps
 
 

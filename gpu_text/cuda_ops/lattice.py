@@ -19,8 +19,8 @@ SLOT_INTS = 9
 SLOT_FLOATS = 18
 # cuda/lattice.cu's GT_LFRONT, GT_LVF and GT_LVI: forced cuts' frontiers and their pieces' vectors.
 FRONT = 4
-VEC_FLOATS = 52 + FRONT * FRONT * CLASSES
-VEC_INTS = 16
+VEC_FLOATS = 52 + FRONT * FRONT * CLASSES + 4 * FRONT * FRONT + 2 * FRONT
+VEC_INTS = 24
 
 
 def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any, edge_starts: Any,
@@ -31,8 +31,9 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
 
     Spans of :data:`LONG_BYTES` or more are cut into pieces of about :data:`CHUNK_BYTES` (see the
     end of ``cuda/lattice.cu``), at cut points or, where a chunk has none, at forced cuts with
-    frontiers: the same tokens, no thread's work growing with the span (12 kernel launches with long
-    spans: lattice_estimate twice and lattice_settle_front are the forced cuts' two)."""
+    frontiers: the same tokens, no thread's work growing with the span (14 kernel launches with long
+    spans; the forced cuts' four: lattice_estimate's second pass, lattice_settle_front,
+    lattice_zone_split, lattice_settle_zone)."""
     xp = rt.xp
     n = span_starts.size
     scratch_offsets = xp.zeros(n + 1, xp.int64)
@@ -73,6 +74,10 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
         launch(rt.function("lattice", "lattice_settle"), blocks_for(n_slots * CLASSES, BLOCK),
                (*lattice, i64(n_slots), slot_i, slot_f, class_i))
         launch(rt.function("lattice", "lattice_settle_front"), blocks_for(n_slots * FRONT * CLASSES, BLOCK),
+               (*lattice, i64(n_anchors), i64(n_slots), slot_i, *fronts, vec_f, vec_i))
+        launch(rt.function("lattice", "lattice_zone_split"), blocks_for(n_slots, BLOCK),
+               (*lattice, i64(n_anchors), i64(n_slots), slot_i, *fronts, vec_f, vec_i))
+        launch(rt.function("lattice", "lattice_settle_zone"), blocks_for(n_slots * FRONT * 2, BLOCK),
                (*lattice, i64(n_anchors), i64(n_slots), slot_i, *fronts, vec_f, vec_i))
         launch(rt.function("lattice", "lattice_resolve"), min(blocks_for(n_anchors, BLOCK), LIST_BLOCKS),
                (*lattice, i64(n_anchors), counter, scratch_offsets, slot_i, slot_f, class_i, *scratch, *fronts, vec_f,
