@@ -320,7 +320,6 @@ def test_segment_rows_forced_cuts(monkeypatch, compat, chunk):
         texts = ["".join(rng.choice(alphabet, int(rng.integers(100, 700)))) for _ in range(4)]
         texts += ["一" * int(rng.integers(50, 400)), "一二" * 150 + "三", "ab1" * 40 + "一" * 60]
         assert_segment_rows_like_reference(segmenter, TextBatch.from_strings(texts), be)
-    print(seen)
     assert seen["forced"] >= 10 and seen["certain"] > 0 and seen["exact"] > 0, seen
 
 
