@@ -302,6 +302,44 @@ __device__ void lattice_solve(const LatticeArgs& g, i64 s, i64 begin, i64 a, i64
     }
 }
 
+// The relaxations leaving the character at p (< b) of span s from its score `here`, in the order a
+// whole-span pass makes them: keep(p, to, v) for the fallback and each taken edge (*e walks the span's
+// edges up to e_hi). The ring slots of the character's bytes are cleared first (they become the scores
+// of p + GT_LRING on). With too_long (or null): set, and the relaxing stopped, at an edge of GT_LRING
+// bytes or more, which the ring cannot hold. Returns the character's length.
+template <typename Keep>
+__device__ __forceinline__ int lattice_relax(const LatticeArgs& g, i64 p, i64 b, double here, double* ring, i64* e,
+                                             i64 e_hi, bool* too_long, Keep keep) {
+    const int length = char_length(g.data, p, b);
+    for (int k = 0; k < length; ++k) ring[(p + k) & (GT_LRING - 1)] = GT_LATTICE_NEG_INF;
+    const bool only_if_no_char = (g.mode & GT_LATTICE_FALLBACK_IF_NO_CHAR) != 0;
+    const double fallback = lattice_kept(here + g.fallback_weight, g.mode);
+    if (!only_if_no_char) keep(p, p + length, fallback);
+    while (*e < e_hi && g.edge_starts[*e] < p) ++*e;
+    i64 taken = 0;
+    bool char_edge = false;
+    for (; *e < e_hi && g.edge_starts[*e] == p; ++*e, ++taken) {
+        GT_STEP();
+        if (g.max_edges_per_start > 0 && taken >= g.max_edges_per_start) continue;
+        if (too_long && g.edge_ends[*e] - p >= GT_LRING) {
+            *too_long = true;
+            return length;
+        }
+        char_edge |= g.edge_ends[*e] == p + length;
+        keep(p, g.edge_ends[*e], lattice_kept(here + g.weights[g.edge_values[*e]], g.mode));
+    }
+    if (only_if_no_char && !char_edge) keep(p, p + length, fallback);
+    return length;
+}
+
+// Whether |v| lies inside binade e_top or below, more than `margin` from its binade's edges: where a
+// piece's tables hold (see lattice_settle).
+__device__ __forceinline__ bool lattice_inside_binade(double v, double margin, int e_top) {
+    const double size = fabs(v);
+    const int e = lattice_binade(v);
+    return size > 0.0 && e <= e_top && size - ldexp(1.0, e - 1) > margin && ldexp(1.0, e) - size > margin;
+}
+
 // The score at b of the piece [a, b) of span s from `head`, the same arithmetic keeping only a ring of
 // the next GT_LRING scores (NaN when an edge is GT_LRING bytes or longer). With margin >= 0, *ok
 // (or null) turns false when a score comes within `margin` of its binade's edges or lies above
@@ -312,45 +350,26 @@ __device__ double lattice_values(const LatticeArgs& g, i64 s, i64 a, i64 b, doub
     for (int k = 0; k < GT_LRING; ++k) ring[k] = GT_LATTICE_NEG_INF;
     ring[a & (GT_LRING - 1)] = head;
     bool fine = true;
-    auto keep = [&](i64 to, double v) {
+    auto keep = [&](i64, i64 to, double v) {
         if (v == GT_LATTICE_NEG_INF) return;
         if (range) {
             range[0] = v < range[0] ? v : range[0];
             range[1] = v > range[1] ? v : range[1];
         }
-        if (margin >= 0.0) {
-            const double size = fabs(v);
-            const int e = lattice_binade(v);
-            fine &= size > 0.0 && e <= e_top && size - ldexp(1.0, e - 1) > margin && ldexp(1.0, e) - size > margin;
-        }
+        if (margin >= 0.0) fine &= lattice_inside_binade(v, margin, e_top);
         double* slot = ring + (to & (GT_LRING - 1));
         *slot = v > *slot ? v : *slot;
     };
     const i64 e_hi = g.span_edge_offsets[s + 1];
-    const bool only_if_no_char = (g.mode & GT_LATTICE_FALLBACK_IF_NO_CHAR) != 0;
     i64 e = first_edge_from(g, s, a);
+    bool too_long = false;
     for (i64 p = a; p < b;) {
         GT_STEP();
-        const int length = char_length(g.data, p, b);
-        const double here = ring[p & (GT_LRING - 1)];
-        for (int k = 0; k < length; ++k) ring[(p + k) & (GT_LRING - 1)] = GT_LATTICE_NEG_INF;  // now p + k + 64's
-        const double fallback = lattice_kept(here + g.fallback_weight, g.mode);
-        if (!only_if_no_char) keep(p + length, fallback);
-        while (e < e_hi && g.edge_starts[e] < p) ++e;
-        i64 taken = 0;
-        bool char_edge = false;
-        for (; e < e_hi && g.edge_starts[e] == p; ++e, ++taken) {
-            GT_STEP();
-            if (g.max_edges_per_start > 0 && taken >= g.max_edges_per_start) continue;
-            if (g.edge_ends[e] - p >= GT_LRING) {
-                if (ok) *ok = false;
-                return nan("");
-            }
-            char_edge |= g.edge_ends[e] == p + length;
-            keep(g.edge_ends[e], lattice_kept(here + g.weights[g.edge_values[e]], g.mode));
+        p += lattice_relax(g, p, b, ring[p & (GT_LRING - 1)], ring, &e, e_hi, &too_long, keep);
+        if (too_long) {
+            if (ok) *ok = false;
+            return nan("");
         }
-        if (only_if_no_char && !char_edge) keep(p + length, fallback);
-        p += length;
     }
     if (ok) *ok = fine;
     return ring[b & (GT_LRING - 1)];
@@ -367,14 +386,10 @@ __device__ bool lattice_front_values(const LatticeArgs& g, i64 s, i64 a, i64 b, 
     for (int k = 0; k < GT_LRING; ++k) ring[k] = GT_LATTICE_NEG_INF;
     for (int j = 0; j < GT_LFRONT; ++j) out_values[j] = nan("");
     bool fine = true;
-    auto keep = [&](i64 to, double v) {
+    auto keep = [&](i64, i64 to, double v) {
         if (v == GT_LATTICE_NEG_INF) return;
         if (lowest) *lowest = v < *lowest ? v : *lowest;
-        if (margin >= 0.0) {
-            const double size = fabs(v);
-            const int e = lattice_binade(v);
-            fine &= size > 0.0 && e <= e_top && size - ldexp(1.0, e - 1) > margin && ldexp(1.0, e) - size > margin;
-        }
+        if (margin >= 0.0) fine &= lattice_inside_binade(v, margin, e_top);
         double* slot = ring + (to & (GT_LRING - 1));
         *slot = v > *slot ? v : *slot;
     };
@@ -387,31 +402,17 @@ __device__ bool lattice_front_values(const LatticeArgs& g, i64 s, i64 a, i64 b, 
         for (i64 e = first_edge_from(g, s, f); e < e_hi && g.edge_starts[e] == f; ++e, ++taken) {
             GT_STEP();
             if ((g.max_edges_per_start > 0 && taken >= g.max_edges_per_start) || g.edge_ends[e] <= a) continue;
-            keep(g.edge_ends[e], lattice_kept(head + g.weights[g.edge_values[e]], g.mode));
+            keep(f, g.edge_ends[e], lattice_kept(head + g.weights[g.edge_values[e]], g.mode));
         }
     }
-    const bool only_if_no_char = (g.mode & GT_LATTICE_FALLBACK_IF_NO_CHAR) != 0;
     i64 e = first_edge_from(g, s, a);
+    bool too_long = false;
     for (i64 p = a; p < b;) {
         GT_STEP();
-        const int length = char_length(g.data, p, b);
         const double here = ring[p & (GT_LRING - 1)];
         for (int j = 0; j < out.n; ++j) out_values[j] = b + out.off(j) == p ? here : out_values[j];
-        for (int k = 0; k < length; ++k) ring[(p + k) & (GT_LRING - 1)] = GT_LATTICE_NEG_INF;
-        const double fallback = lattice_kept(here + g.fallback_weight, g.mode);
-        if (!only_if_no_char) keep(p + length, fallback);
-        while (e < e_hi && g.edge_starts[e] < p) ++e;
-        i64 taken = 0;
-        bool char_edge = false;
-        for (; e < e_hi && g.edge_starts[e] == p; ++e, ++taken) {
-            GT_STEP();
-            if (g.max_edges_per_start > 0 && taken >= g.max_edges_per_start) continue;
-            if (g.edge_ends[e] - p >= GT_LRING) return false;
-            char_edge |= g.edge_ends[e] == p + length;
-            keep(g.edge_ends[e], lattice_kept(here + g.weights[g.edge_values[e]], g.mode));
-        }
-        if (only_if_no_char && !char_edge) keep(p + length, fallback);
-        p += length;
+        p += lattice_relax(g, p, b, here, ring, &e, e_hi, &too_long, keep);
+        if (too_long) return false;
     }
     for (int j = 0; j < out.n; ++j) out_values[j] = out.off(j) == 0 ? ring[b & (GT_LRING - 1)] : out_values[j];
     return fine;
@@ -445,27 +446,12 @@ __device__ void lattice_all_values(const LatticeArgs& g, i64 s, i64 a, i64 b, co
             keep(f, g.edge_ends[e], lattice_kept(xs[i] + g.weights[g.edge_values[e]], g.mode));
         }
     }
-    const bool only_if_no_char = (g.mode & GT_LATTICE_FALLBACK_IF_NO_CHAR) != 0;
     i64 e = first_edge_from(g, s, a);
     for (i64 p = a; p < b;) {
         GT_STEP();
-        const int length = char_length(g.data, p, b);
         const double here = ring[p & (GT_LRING - 1)];
         for (int j = 0; j < out.n; ++j) out_values[j] = b + out.off(j) == p ? here : out_values[j];
-        for (int k = 0; k < length; ++k) ring[(p + k) & (GT_LRING - 1)] = GT_LATTICE_NEG_INF;
-        const double fallback = lattice_kept(here + g.fallback_weight, g.mode);
-        if (!only_if_no_char) keep(p, p + length, fallback);
-        while (e < e_hi && g.edge_starts[e] < p) ++e;
-        i64 taken = 0;
-        bool char_edge = false;
-        for (; e < e_hi && g.edge_starts[e] == p; ++e, ++taken) {
-            GT_STEP();
-            if (g.max_edges_per_start > 0 && taken >= g.max_edges_per_start) continue;
-            char_edge |= g.edge_ends[e] == p + length;
-            keep(p, g.edge_ends[e], lattice_kept(here + g.weights[g.edge_values[e]], g.mode));
-        }
-        if (only_if_no_char && !char_edge) keep(p, p + length, fallback);
-        p += length;
+        p += lattice_relax(g, p, b, here, ring, &e, e_hi, nullptr, keep);
     }
     for (int j = 0; j < out.n; ++j) out_values[j] = out.off(j) == 0 ? ring[b & (GT_LRING - 1)] : out_values[j];
     if (p_lo) {
