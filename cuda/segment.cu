@@ -511,40 +511,13 @@ __device__ void solve_front(const Model& m, const u8* data, i64 a, i64 b, const 
         const int at = front_index(in, e - b);
         return at >= 0 ? x[at] : GT_NEG_INF;
     };
+    auto unchecked = [](double, double) {};
     for (i64 p = b - 1; p >= a; --p) {
         GT_STEP();
         if (length[p] == GT_LENGTH_INSIDE) continue;
-        const i64 char_end = p + char_at(data, p, b).len;
-        double best = GT_NEG_INF;
-        i64 best_end = -1;
-        int best_value = -1;
-        bool covered = false;
-        int slot = 0;
-        for (i64 q = p; q < limit; ++q) {
-            GT_STEP();
-            slot = trie_step(m.state, m.check, m.label, m.trie_size, slot, data[q]);
-            if (slot < 0) break;
-            const int v = trie_value(m.state, m.check, m.label, m.eow, m.trie_size, slot);
-            if (v < 0 || m.weights[v] == GT_NEG_INF) continue;
-            if (q + 1 == char_end) covered = true;
-            const double s = m.weights[v] + value_at(q + 1);
-            if (best_end < 0 || better(s, best, m.jieba_mode)) {
-                best = s;
-                best_end = q + 1;
-                best_value = v;
-            }
-        }
-        if (m.jieba_mode ? best_end < 0 : !covered) {
-            const double fallback = m.unknown_weight + value_at(char_end);
-            if (best_end < 0 || !(best > fallback)) {  // the fallback comes first: it stays unless beaten
-                best = fallback;
-                best_end = char_end;
-                best_value = -1;
-            }
-        }
-        score[p] = best;
-        length[p] = (int)(best_end - p);
-        ids[p] = best_value;
+        i64 end;
+        score[p] = best_edge_from(m, data, p, b, limit, value_at, unchecked, &end, ids + p);
+        length[p] = (int)(end - p);
     }
 }
 

@@ -200,48 +200,63 @@ struct Checks {
     }
 };
 
-// Backward Viterbi over the piece [a, b) with `tail` the route value at b (best_edge's rule: the
-// edges out of p shortest first, DictCut's fallback first). The character starts are the bytes
-// whose `length` is not GT_LENGTH_INSIDE; `length` then gets each start's best word length,
-// `score` its route value, ids its word's dictionary value (-1: the fallback).
+// The best edge out of the character start p (< b) by best_edge's rule (the words starting at p,
+// shortest first, ending before `limit`; DictCut's fallback first), value_at(e) the route value at e;
+// added(weight, sum) sees every sum made. Sets *end (the edge's end) and *value (the word's
+// dictionary value, -1: the fallback); returns the route value at p.
+template <typename ValueAt, typename Added>
+__device__ __forceinline__ double best_edge_from(const Model& m, const u8* data, i64 p, i64 b, i64 limit,
+                                                 ValueAt value_at, Added added, i64* end, int* value) {
+    const i64 char_end = p + char_at(data, p, b).len;
+    double best = GT_NEG_INF;
+    i64 best_end = -1;
+    int best_value = -1;
+    bool covered = false;
+    int slot = 0;
+    for (i64 q = p; q < limit; ++q) {
+        GT_STEP();
+        slot = trie_step(m.state, m.check, m.label, m.trie_size, slot, data[q]);
+        if (slot < 0) break;
+        const int v = trie_value(m.state, m.check, m.label, m.eow, m.trie_size, slot);
+        if (v < 0 || m.weights[v] == GT_NEG_INF) continue;
+        if (q + 1 == char_end) covered = true;
+        const double s = m.weights[v] + value_at(q + 1);
+        added(m.weights[v], s);
+        if (best_end < 0 || better(s, best, m.jieba_mode)) {
+            best = s;
+            best_end = q + 1;
+            best_value = v;
+        }
+    }
+    if (m.jieba_mode ? best_end < 0 : !covered) {
+        const double fallback = m.unknown_weight + value_at(char_end);
+        added(m.unknown_weight, fallback);
+        if (best_end < 0 || !(best > fallback)) {  // the fallback comes first: it stays unless beaten
+            best = fallback;
+            best_end = char_end;
+            best_value = -1;
+        }
+    }
+    *end = best_end;
+    *value = best_value;
+    return best;
+}
+
+// Backward Viterbi over the piece [a, b) with `tail` the route value at b (best_edge_from's rule). The
+// character starts are the bytes whose `length` is not GT_LENGTH_INSIDE; `length` then gets each
+// start's best word length, `score` its route value, ids its word's dictionary value (-1: the fallback).
 __device__ void solve_piece(const Model& m, const u8* data, i64 a, i64 b, double tail, Checks* checks,
                             double* score, int* length, int* ids) {
+    auto value_at = [&](i64 e) { return e == b ? tail : score[e]; };
+    auto added = [&](double weight, double sum) {
+        if (checks) checks->add(weight, sum);
+    };
     for (i64 p = b - 1; p >= a; --p) {
         GT_STEP();
         if (length[p] == GT_LENGTH_INSIDE) continue;
-        const i64 char_end = p + char_at(data, p, b).len;
-        double best = GT_NEG_INF;
-        i64 best_end = -1;
-        int best_value = -1;
-        bool covered = false;
-        int slot = 0;
-        for (i64 q = p; q < b; ++q) {
-            GT_STEP();
-            slot = trie_step(m.state, m.check, m.label, m.trie_size, slot, data[q]);
-            if (slot < 0) break;
-            const int v = trie_value(m.state, m.check, m.label, m.eow, m.trie_size, slot);
-            if (v < 0 || m.weights[v] == GT_NEG_INF) continue;
-            if (q + 1 == char_end) covered = true;
-            const double s = m.weights[v] + (q + 1 == b ? tail : score[q + 1]);
-            if (checks) checks->add(m.weights[v], s);
-            if (best_end < 0 || better(s, best, m.jieba_mode)) {
-                best = s;
-                best_end = q + 1;
-                best_value = v;
-            }
-        }
-        if (m.jieba_mode ? best_end < 0 : !covered) {
-            const double fallback = m.unknown_weight + (char_end == b ? tail : score[char_end]);
-            if (checks) checks->add(m.unknown_weight, fallback);
-            if (best_end < 0 || !(best > fallback)) {  // the fallback comes first: it stays unless beaten
-                best = fallback;
-                best_end = char_end;
-                best_value = -1;
-            }
-        }
-        score[p] = best;
-        length[p] = (int)(best_end - p);
-        ids[p] = best_value;
+        i64 end;
+        score[p] = best_edge_from(m, data, p, b, b, value_at, added, &end, ids + p);
+        length[p] = (int)(end - p);
     }
 }
 
