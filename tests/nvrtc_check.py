@@ -6,6 +6,7 @@ Needs no GPU: NVRTC comes from ``cuda-bindings`` + ``cuda-toolkit[nvrtc]``. The 
 """
 from __future__ import annotations
 
+import re
 import sys
 
 from gpu_text.cuda_runtime import TARGET_ARCHITECTURES, kernel_source_text, nvrtc_options
@@ -37,6 +38,34 @@ def compile_family(family: str, arch: str) -> int:
         return int(cubin_size)
     finally:
         nvrtc.nvrtcDestroyProgram(program)
+
+
+def ptxas_report(family: str, arch: str = "sm_90") -> dict[str, tuple[int, int]]:
+    """``{kernel: (registers, spilled bytes)}`` of every kernel of ``cuda/<family>.cu`` from ptxas's
+    ``-v`` report through NVRTC, with the loader's options. Read per entry function: the lines of a
+    ``__noinline__`` device function in between belong to no kernel."""
+    from cuda.bindings import nvrtc
+
+    err, program = nvrtc.nvrtcCreateProgram(kernel_source_text(family).encode(), f"{family}.cu".encode(), 0, [], [])
+    try:
+        options = [o.encode() for o in (*nvrtc_options(), f"-arch={arch}", "--ptxas-options=-v")]
+        (err,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        _, size = nvrtc.nvrtcGetProgramLogSize(program)
+        log = bytearray(size)
+        nvrtc.nvrtcGetProgramLog(program, log)
+        text = log.decode(errors="replace").replace("\0", "")
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise NvrtcFailure(f"{family}.cu [{arch}] failed:\n{text}")
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+    found = {}
+    for block in text.split("Compiling entry function '")[1:]:
+        name = block.split("'", 1)[0]
+        spills = re.search(r"Function properties for " + name + r"\s*\n.*?(\d+) bytes spill stores, (\d+) bytes spill loads",
+                           block, re.S)
+        registers = re.search(r"Used (\d+) registers", block)
+        found[name] = (int(registers[1]), int(spills[1]) + int(spills[2]))
+    return found
 
 
 def _check(err: object, what: str) -> None:

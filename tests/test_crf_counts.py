@@ -88,38 +88,12 @@ REGISTERS_AT_MOST = 64
 BOUNDED = re.compile(r"crf_forward_backward(_y\d)?$")
 
 
-def ptxas_report(family: str) -> dict[str, tuple[int, int]]:
-    """{kernel: (registers, spill bytes)} from NVRTC's ``--ptxas-options=-v`` log for sm_90."""
-    from cuda.bindings import nvrtc
-
-    from gpu_text.cuda_runtime import kernel_source_text, nvrtc_options
-
-    err, program = nvrtc.nvrtcCreateProgram(kernel_source_text(family).encode(), f"{family}.cu".encode(), 0, [], [])
-    try:
-        options = [o.encode() for o in (*nvrtc_options(), "-arch=sm_90", "--ptxas-options=-v")]
-        (err,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
-        _, size = nvrtc.nvrtcGetProgramLogSize(program)
-        log = bytearray(size)
-        nvrtc.nvrtcGetProgramLog(program, log)
-        assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.decode(errors="replace")
-    finally:
-        nvrtc.nvrtcDestroyProgram(program)
-    report, name = {}, None
-    spills = 0
-    for line in log.decode(errors="replace").replace("\0", "").splitlines():
-        if m := re.search(r"Compiling entry function '(\w+)'", line):
-            name = m.group(1)
-        elif m := re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line):
-            spills = int(m.group(1)) + int(m.group(2))
-        elif (m := re.search(r"Used (\d+) registers", line)) and name:
-            report[name] = (int(m.group(1)), spills)
-    return report
-
-
 def test_crf_kernels_registers_and_spills():
     from tests.conftest import require
 
     require("cuda.bindings")
+    from tests.nvrtc_check import ptxas_report
+
     report = ptxas_report("crf")
     print("\nsm_90 (registers, spill bytes):", report)
     assert {"crf_emissions", "crf_forward_backward", "crf_forward_backward_y4"} <= set(report)

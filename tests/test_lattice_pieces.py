@@ -157,43 +157,15 @@ def test_one_megabyte_span_without_cut_points(mode, text):
     assert steps["lattice_emit_pieces"] <= pieces + chunk, steps
 
 
-def entry_properties(family: str, arch: str = "sm_90") -> dict[str, tuple[int, int]]:
-    """(registers, spilled bytes) of every kernel of ``cuda/<family>.cu`` from ptxas's report, read
-    per entry function (a __noinline__ device function's lines in between are not a kernel's)."""
-    import re
-
-    from cuda.bindings import nvrtc
-
-    from gpu_text.cuda_runtime import kernel_source_text, nvrtc_options
-
-    err, program = nvrtc.nvrtcCreateProgram(kernel_source_text(family).encode(), f"{family}.cu".encode(), 0, [], [])
-    try:
-        options = [o.encode() for o in (*nvrtc_options(), f"-arch={arch}", "--ptxas-options=-v")]
-        (err,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
-        _, size = nvrtc.nvrtcGetProgramLogSize(program)
-        log = bytearray(size)
-        nvrtc.nvrtcGetProgramLog(program, log)
-        text = log.decode(errors="replace").replace("\0", "")
-        assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, text
-    finally:
-        nvrtc.nvrtcDestroyProgram(program)
-    found = {}
-    for block in text.split("Compiling entry function '")[1:]:
-        name = block.split("'", 1)[0]
-        spills = re.search(r"Function properties for " + name + r"\s*\n.*?(\d+) bytes spill stores, (\d+) bytes spill loads",
-                           block, re.S)
-        registers = re.search(r"Used (\d+) registers", block)
-        found[name] = (int(registers[1]), int(spills[1]) + int(spills[2]))
-    return found
-
-
 def test_lattice_kernels_keep_occupancy():
     """Every lattice kernel on sm_90: at most 64 registers (>= 50% occupancy at 256 threads per
     block) and no spills, from ptxas's report through NVRTC (needs cuda-bindings, not a GPU)."""
     from tests.conftest import require
 
     require("cuda.bindings")
-    report = entry_properties("lattice")
+    from tests.nvrtc_check import ptxas_report
+
+    report = ptxas_report("lattice")
     print("lattice (registers, spilled bytes):", report)
     for kernel in PIECE_KERNELS:
         registers, spilled = report[kernel]

@@ -13,7 +13,7 @@ PER_BYTE_OR_PIECE = ["segment_marks", "segment_pieces", "segment_settle", "segme
 
 
 def test_segment_kernels_keep_occupancy():
-    from tests.test_utf8_registers import ptxas_report
+    from tests.nvrtc_check import ptxas_report
 
     report = ptxas_report("segment")
     print("segment (registers, spilled bytes):", report)
