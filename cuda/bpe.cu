@@ -2,16 +2,18 @@
 //
 // Symbols are ids of gpu_text/tokenizer/merge_tables.py (a piece id, or for a character that is no
 // piece but occurs inside one, an id past the pieces), so a candidate pair is one hash lookup.
-// Per pre-token: start from one symbol per character; every adjacent pair that merges goes into a
-// max-heap keyed (score, then smaller left position); pop, skip stale pairs (a side already merged
-// away or resized), merge, and offer the new symbol's two neighbour pairs. O(n log n) per
-// pre-token. Leftover symbols that are not pieces fall back to <0xXX> byte pieces (or the unknown
-// id). One thread per short pre-token; the linked list, symbol ids and heap live in global scratch
-// indexed by the pre-token's byte positions (heap: 3 slots per byte, enough for every push).
-// Pass 1 (bpe_merge) merges and counts tokens, pass 2 (bpe_emit) writes ids and byte spans.
-// Pre-tokens longer than `warp_bytes` (and at most WARP_MAX_BYTES) are left to a warp each
-// (bpe_merge_warp: the symbols in shared memory, the best pair by a warp max-reduce), those longer
-// than `long_bytes` to a block each (bpe_merge_long, and bpe_emit's blocks after the short ones).
+// Per pre-token: start from one symbol per character; repeatedly merge the best adjacent pair that
+// makes a piece (higher score first, on equal scores the leftmost) until none does. Leftover
+// symbols that are not pieces fall back to <0xXX> byte pieces (or the unknown id).
+// Three ways to merge, by the pre-token's length n (merge_path):
+//   * n <= warp_bytes (at most THREAD_MAX_BYTES, 48): a thread each (bpe_merge), its symbols in
+//     per-thread local arrays, the best pair by a scan of the pair scores;
+//   * up to long_bytes (at most WARP_MAX_BYTES, 512): a warp each (bpe_merge_warp: the symbols
+//     in shared memory, the best pair by a warp max-reduce);
+//   * longer: a block each (bpe_merge_long, rounds over all parts at once; bpe_emit's blocks after
+//     the short ones write their ids).
+// Pass 1 (bpe_merge*) merges and counts tokens, leaving every pre-token's final symbols in global
+// arrays at its byte positions; pass 2 (bpe_emit) writes ids and byte spans.
 // The pre-tokens come as start/end arrays or, for whole texts (bpe_pre_tokens), from per-byte marks
 // whose count stays on the device: the grids are then sized by the byte count, which bounds it.
 #include "utf8.cuh"
@@ -19,7 +21,9 @@
 #include "step_counter.cuh"
 
 #define INT_MIN_VALUE (-2147483647 - 1)
-#define WARP_MAX_BYTES 512  // the longest pre-token a warp merges (bpe_merge_warp)
+#define THREAD_MAX_BYTES 48  // the longest pre-token a thread merges (bpe_merge's local arrays)
+#define WARP_MAX_BYTES 512   // the longest pre-token a warp merges (bpe_merge_warp)
+#define NO_PAIR __int_as_float((int)0xff800000u)  // -infinity: every piece's score is finite
 
 struct Model {
     HashTable chars, merges, joins;
@@ -49,50 +53,22 @@ __device__ __forceinline__ int piece_of(const Model& m, int symbol) {
     return symbol >= 0 && symbol < m.n_pieces ? symbol : -1;
 }
 
-// Heap order: higher score first; on equal scores the pair further left.
-__device__ __forceinline__ bool heap_before(float sa, int la, float sb, int lb) {
-    return sa > sb || (sa == sb && la < lb);
+// The score of the piece `left` and `right` merge into, or NO_PAIR.
+__device__ __forceinline__ float pair_score(const Model& m, int left, int right) {
+    const int merged = merge_of(m, left, right);
+    return merged >= 0 ? m.scores[merged] : NO_PAIR;
 }
 
-struct Heap {
-    float* score;
-    int* left;
-    int* size;
-    int count;
-
-    __device__ void push(float s, int l, int z) {
-        int i = count++;
-        while (i > 0) {
-            const int parent = (i - 1) / 2;
-            if (!heap_before(s, l, score[parent], left[parent])) break;
-            score[i] = score[parent]; left[i] = left[parent]; size[i] = size[parent];
-            i = parent;
-        }
-        score[i] = s; left[i] = l; size[i] = z;
-    }
-    __device__ void pop(float* s, int* l, int* z) {
-        *s = score[0]; *l = left[0]; *z = size[0];
-        const float ls = score[--count];
-        const int ll = left[count], lz = size[count];
-        int i = 0;
-        for (;;) {
-            int child = 2 * i + 1;
-            if (child >= count) break;
-            if (child + 1 < count && heap_before(score[child + 1], left[child + 1], score[child], left[child])) ++child;
-            if (!heap_before(score[child], left[child], ls, ll)) break;
-            score[i] = score[child]; left[i] = left[child]; size[i] = size[child];
-            i = child;
-        }
-        score[i] = ls; left[i] = ll; size[i] = lz;
-    }
-};
-
-// Symbols of the pre-token, relative positions: len[p] > 0 at a symbol's start (its byte length),
-// id[p] its symbol id, next/prev link symbol starts (-1 at the ends).
-__device__ void offer_pair(const Model& m, const int* len, const int* id, int left, int right, Heap& heap) {
-    if (left < 0 || right < 0) return;
-    const int merged = merge_of(m, id[left], id[right]);
-    if (merged >= 0) heap.push(m.scores[merged], left, len[left] + len[right]);
+// Which path merges a pre-token of n bytes. bpe.py passes warp_bytes <= THREAD_MAX_BYTES and
+// long_bytes <= WARP_MAX_BYTES (it clamps its settings, and bounds its lists by the same values);
+// the array limits are checked here too, so that no path is ever given more than it holds.
+#define THREAD_PATH 0
+#define WARP_PATH 1
+#define LONG_PATH 2
+__device__ __forceinline__ int merge_path(int n, i64 warp_bytes, i64 long_bytes) {
+    if (n > long_bytes || n > WARP_MAX_BYTES) return LONG_PATH;
+    if (n > warp_bytes || n > THREAD_MAX_BYTES) return WARP_PATH;
+    return THREAD_PATH;
 }
 
 // Tokens the final symbol at `at` (len, id, prev: the symbol list) adds: 1 if it is a piece; else
@@ -143,65 +119,111 @@ bpe_pre_tokens(const u8* __restrict__ marks, const i64* __restrict__ rank, i64 n
     if (k == rank[n_bytes - 1] - 1) token_ends[k] = n_bytes;
 }
 
-// Short pre-tokens: a thread each; a long one is appended to long_list (n_long[0], zeroed before)
-// for bpe_merge_long, a medium one (more than warp_bytes, at most WARP_MAX_BYTES) to medium_list
-// (n_long[1]) for bpe_merge_warp. counts[t] = 0 for the idle threads past the pre-tokens found.
+// ---------------------------------------------------------------------------------------------
+// Short pre-tokens (at most THREAD_MAX_BYTES bytes): a thread each, its state in local arrays.
+//
+// The symbols are kept in order, packed (a merge shifts the ones after it down), each with the
+// score of the pair it starts. Each step scans the count - 1 pair scores for the best (the first
+// of the highest: leftmost on ties, the order a heap of candidate pairs with stale entries
+// skipped pops them, which the thread path used before), merges it with one hash lookup, and
+// rescores its two neighbour pairs. Per thread: at most n - 1 merges, each a scan and a shift of
+// at most n - 1 entries (n <= 48: under 2,300 steps at worst, a few dozen for a word); the reads
+// and writes of global memory are the characters, the hash lookups and the final symbols.
+//
+// Where the state lives, by ptxas -v for sm_90 (tests/test_bpe_registers.py): in local arrays,
+// 436 bytes a thread, the stack frame (no spills besides), 40 registers as before (6 blocks of 256
+// threads per SM by registers: 75% occupancy). Local memory is interleaved per thread (word k of
+// the 32 threads of a warp side by side), so a warp's threads reading the same slot make one
+// coalesced access, and a word's few symbols stay in the first slots, in L1. The same arrays in
+// shared memory would take 109 KiB a block of 256 threads: 2 blocks per SM (228 KiB), 25%
+// occupancy; global scratch (the linked list and a heap of 3 entries per byte before) took 52 bytes
+// of device memory per input byte, scattered by each pre-token's position.
+
+struct ThreadSymbols {
+    int id[THREAD_MAX_BYTES];                   // symbol k's id (merge_tables)
+    float score[THREAD_MAX_BYTES];              // score of merging symbols k and k + 1, or NO_PAIR
+    unsigned char start[THREAD_MAX_BYTES + 1];  // symbol k's first byte (from the pre-token's start)
+};
+
+// One symbol per character of data[0, n) into s; returns their number (s.start[count] = n).
+__device__ __forceinline__ int thread_symbols(const Model& m, const u8* data, int n, ThreadSymbols& s) {
+    int count = 0;
+    for (int p = 0; p < n; ++count) {
+        int width;
+        s.id[count] = char_symbol(m, data + p, n - p, &width);
+        s.start[count] = (unsigned char)p;
+        p += width;
+    }
+    s.start[count] = (unsigned char)n;
+    return count;
+}
+
+// Merges the `count` symbols of s in score order; returns how many are left.
+__device__ __forceinline__ int thread_merge(const Model& m, ThreadSymbols& s, int count) {
+    for (int k = 0; k + 1 < count; ++k) s.score[k] = pair_score(m, s.id[k], s.id[k + 1]);
+    for (;;) {
+        GT_STEP();
+        float best = NO_PAIR;
+        int at = -1;
+        for (int k = 0; k + 1 < count; ++k)
+            if (s.score[k] > best) { best = s.score[k]; at = k; }  // the first of the best
+        if (at < 0) return count;
+        s.id[at] = merge_of(m, s.id[at], s.id[at + 1]);
+        --count;
+        for (int k = at + 1; k < count; ++k) {  // symbol at + 1 is gone
+            s.id[k] = s.id[k + 1];
+            s.score[k] = s.score[k + 1];
+            s.start[k] = s.start[k + 1];
+        }
+        s.start[count] = s.start[count + 1];
+        if (at > 0) s.score[at - 1] = pair_score(m, s.id[at - 1], s.id[at]);
+        if (at + 1 < count) s.score[at] = pair_score(m, s.id[at], s.id[at + 1]);
+    }
+}
+
+// A long pre-token is appended to long_list (n_long[0], zeroed before) for bpe_merge_long, a
+// medium one to medium_list (n_long[1]) for bpe_merge_warp (merge_path); a short one is merged
+// here, its final symbols written at its byte positions in bpe_emit's layout (sym_len, sym_next,
+// sym_id at every symbol start; bpe_emit's short path reads no more) and its token count to
+// counts[t]. counts[t] = 0 for the idle threads past the pre-tokens found.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 bpe_merge(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
           i64 n_tokens, const i64* __restrict__ n_found, int has_found, GT_MODEL_PARAMS, int* __restrict__ sym_len,
-          int* __restrict__ sym_next, int* __restrict__ sym_prev, int* __restrict__ sym_id,
-          float* __restrict__ heap_score, int* __restrict__ heap_left, int* __restrict__ heap_size, i64 long_bytes,
-          i64* __restrict__ counts, unsigned long long* __restrict__ n_long, i64* __restrict__ long_list,
-          i64* __restrict__ out_offsets, i64 warp_bytes, i64* __restrict__ medium_list) {
+          int* __restrict__ sym_next, int* __restrict__ sym_id, i64 long_bytes, i64* __restrict__ counts,
+          unsigned long long* __restrict__ n_long, i64* __restrict__ long_list, i64* __restrict__ out_offsets,
+          i64 warp_bytes, i64* __restrict__ medium_list) {
     const i64 t = global_thread_index();
     if (t == 0) out_offsets[0] = 0;  // the scan of the counts writes the rest
     if (t >= n_tokens) return;
     if (t >= tokens_found(n_tokens, n_found, has_found)) { counts[t] = 0; return; }
     const Model m = GT_MODEL;
-    const i64 begin = token_starts[t], end = token_ends[t];
-    const int n = (int)(end - begin);
-    if (n > long_bytes) {
+    const i64 begin = token_starts[t];
+    const int n = (int)(token_ends[t] - begin);
+    const int path = merge_path(n, warp_bytes, long_bytes);
+    if (path == LONG_PATH) {
         long_list[atomicAdd(n_long, 1ull)] = t;
         return;
     }
-    if (n > warp_bytes && n <= WARP_MAX_BYTES) {  // n_long[1] counts the medium pre-tokens
+    if (path == WARP_PATH) {
         medium_list[atomicAdd(n_long + 1, 1ull)] = t;
         return;
     }
+    ThreadSymbols s;
+    const int count = thread_merge(m, s, thread_symbols(m, data + begin, n, s));
     int* len = sym_len + begin;
     int* next = sym_next + begin;
-    int* prev = sym_prev + begin;
     int* id = sym_id + begin;
-    Heap heap = {heap_score + 3 * begin, heap_left + 3 * begin, heap_size + 3 * begin, 0};
-    int last = -1;
-    for (int p = 0; p < n;) {
-        int width;
-        id[p] = char_symbol(m, data + begin + p, n - p, &width);
-        for (int k = 0; k < width; ++k) len[p + k] = 0;
-        len[p] = width;
-        prev[p] = last;
-        next[p] = -1;
-        if (last >= 0) next[last] = p;
-        last = p;
-        p += width;
-    }
-    for (int p = 0; p < n && next[p] >= 0; p = next[p]) offer_pair(m, len, id, p, next[p], heap);
-    while (heap.count > 0) {
-        float s;
-        int left, size;
-        heap.pop(&s, &left, &size);
-        const int right = next[left];
-        if (len[left] == 0 || right < 0 || len[left] + len[right] != size) continue;  // stale
-        id[left] = merge_of(m, id[left], id[right]);
-        len[left] = size;
-        len[right] = 0;
-        next[left] = next[right];
-        if (next[right] >= 0) prev[next[right]] = left;
-        offer_pair(m, len, id, prev[left], left, heap);
-        offer_pair(m, len, id, left, next[left], heap);
-    }
     i64 tokens = 0;
-    for (int p = 0; p < n; p = next[p] >= 0 ? next[p] : n) tokens += tokens_at(m, len, prev, id, p);
+    bool after_unknown = false;
+    for (int k = 0; k < count; ++k) {  // tokens_at's rule
+        const int p = s.start[k], q = s.start[k + 1];
+        const bool piece = piece_of(m, s.id[k]) >= 0;
+        tokens += piece ? 1 : m.byte_ids[0] >= 0 ? q - p : !after_unknown;
+        after_unknown = !piece;
+        len[p] = q - p;
+        next[p] = q < n ? q : -1;
+        id[p] = s.id[k];
+    }
     counts[t] = tokens;
 }
 
@@ -234,16 +256,15 @@ __device__ __forceinline__ i64 unknown_run_end(const Model& m, const int* len, c
 
 
 // ---------------------------------------------------------------------------------------------
-// Medium pre-tokens (more than `warp_bytes`, at most WARP_MAX_BYTES): a warp each, its symbol list
-// in shared memory. Each step the lanes scan the symbols for the best pair (score, then leftmost,
-// the heap's order: the heap's best valid entry is the best current adjacent pair), a max-reduce
+// Medium pre-tokens (more than `warp_bytes`, at most `long_bytes` and WARP_MAX_BYTES: merge_path):
+// a warp each, its symbol list in shared memory. Each step the lanes scan the symbols for the best
+// pair (score, then leftmost, the thread path's order), a max-reduce
 // over the warp picks it and lane 0 merges it and rescores its two neighbour pairs. Per lane:
 // (merges + 1) * WARP_MAX_BYTES / 32 steps of the scan; then the final list goes to the global
 // arrays in bpe_emit's layout.
 
 #define WARP_BLOCK 128
 #define WARP_BLOCK_WARPS (WARP_BLOCK / 32)
-#define NO_PAIR __int_as_float((int)0xff800000u)  // -infinity: every piece's score is finite
 
 struct WarpSymbols {
     int id[WARP_MAX_BYTES];       // symbol id at each symbol start
@@ -260,9 +281,7 @@ __device__ __forceinline__ int warp_next(const WarpSymbols& s, int p, int n) {
 // The score of the pair starting at symbol p (NO_PAIR when it does not merge or p is the last).
 __device__ __forceinline__ float warp_pair_score(const Model& m, const WarpSymbols& s, int p, int n) {
     const int q = p >= 0 ? warp_next(s, p, n) : -1;
-    if (q < 0) return NO_PAIR;
-    const int merged = merge_of(m, s.id[p], s.id[q]);
-    return merged >= 0 ? m.scores[merged] : NO_PAIR;
+    return q < 0 ? NO_PAIR : pair_score(m, s.id[p], s.id[q]);
 }
 
 // Launch bounds for 8 blocks of 24 KiB per SM: half its threads.
@@ -634,7 +653,7 @@ bpe_emit(const u8* __restrict__ data, const i64* __restrict__ token_starts, cons
     const Model m = GT_MODEL;
     const i64 begin = token_starts[t], end = token_ends[t];
     const int n = (int)(end - begin);
-    if (n > long_bytes) return;
+    if (merge_path(n, THREAD_MAX_BYTES, long_bytes) == LONG_PATH) return;  // a block's
     const int* len = sym_len + begin;
     const int* next = sym_next + begin;
     const int* id = sym_id + begin;

@@ -8,12 +8,15 @@ import numpy as np
 from gpu_text.cuda_ops import BLOCK, KernelRuntime, blocks_for, i64, launch
 
 # Pre-tokens longer than this many bytes are merged by a whole block each (bpe_merge_long) rather
-# than by one thread. Not tuned on a GPU yet; the tests lower it to run both paths on small inputs.
+# than by a warp or a thread; at most WARP_MAX_BYTES (longer ones have no other path). Not tuned on
+# a GPU yet; the tests lower it to run both paths on small inputs.
 LONG_BYTES = 512
 _LONG_ARRAYS = 10  # LONG_ARRAYS in cuda/bpe.cu
-# Pre-tokens longer than this many bytes and at most WARP_MAX_BYTES are merged by a warp each
-# (bpe_merge_warp), shorter ones by a thread. Not tuned on a GPU yet; the tests move it.
+# Pre-tokens longer than this many bytes and at most LONG_BYTES are merged by a warp each
+# (bpe_merge_warp), shorter ones by a thread (bpe_merge, its state in local arrays of
+# THREAD_MAX_BYTES entries, so at most that). Not tuned on a GPU yet; the tests move it.
 WARP_BYTES = 48
+THREAD_MAX_BYTES = 48  # THREAD_MAX_BYTES in cuda/bpe.cu
 WARP_MAX_BYTES = 512  # WARP_MAX_BYTES in cuda/bpe.cu
 WARP_BLOCK = 128  # WARP_BLOCK in cuda/bpe.cu: four warps, each with its pre-token's symbols in shared memory
 # Blocks of the grid-stride launches over long and medium pre-tokens (the host does not know how
@@ -43,23 +46,24 @@ def _merge_and_emit(rt: KernelRuntime, data: Any, token_starts: Any, token_ends:
     and the row offsets (or None)."""
     xp = rt.xp
     size = data.size
+    # the paths' limits as the kernels apply them (merge_path in cuda/bpe.cu)
+    long_bytes = min(LONG_BYTES, WARP_MAX_BYTES)
+    warp_bytes = min(WARP_BYTES, THREAD_MAX_BYTES, long_bytes)
+    # bounds on the long and medium pre-tokens: each has more than long_bytes (warp_bytes) bytes
+    most_long = min(n_tokens, size // (long_bytes + 1))
+    most_medium = min(n_tokens, size // (warp_bytes + 1)) if warp_bytes < long_bytes else 0
+    # every pre-token's final symbols at its byte positions (the short ones' merge state is local
+    # to their threads, the medium ones' in shared memory); the long ones' scratch (LONG_ARRAYS
+    # arrays and pair scores at their byte positions) only when there may be one
     sym_len, sym_next, sym_prev, sym_id = (xp.empty(size, xp.int32) for _ in range(4))
-    # one scratch for both passes: the short pre-tokens' heaps (3 slots per byte, 3 arrays), then
-    # the long ones' LONG_ARRAYS arrays and pair scores, all at the pre-token's byte positions
-    scratch = xp.empty((_LONG_ARRAYS + 1) * size, xp.int32)
-    heap_score, heap_left, heap_size = scratch[:3 * size].view(xp.float32), scratch[3 * size:6 * size], \
-        scratch[6 * size:9 * size]
-    # bounds on the long and medium pre-tokens: each has more than LONG_BYTES (WARP_BYTES) bytes
-    most_long = min(n_tokens, size // (LONG_BYTES + 1))
-    most_medium = min(n_tokens, size // (WARP_BYTES + 1)) if WARP_BYTES < min(LONG_BYTES, WARP_MAX_BYTES) else 0
+    scratch = xp.empty((_LONG_ARRAYS + 1) * size if most_long else 1, xp.int32)
     long_list = xp.empty(max(most_long, 1), xp.int64)
     medium_list = xp.empty(max(most_medium, 1), xp.int64)
     counts = xp.empty(max(n_tokens, 1), xp.int64)
     offsets = xp.empty(n_tokens + 1, xp.int64)
     launch(rt.function("bpe", "bpe_merge"), blocks_for(max(n_tokens, 1), BLOCK),
-           (data, token_starts, token_ends, i64(n_tokens), *found, *model, sym_len, sym_next, sym_prev, sym_id,
-            heap_score, heap_left, heap_size, i64(LONG_BYTES), counts, n_long, long_list, offsets,
-            i64(WARP_BYTES if most_medium else WARP_MAX_BYTES), medium_list))
+           (data, token_starts, token_ends, i64(n_tokens), *found, *model, sym_len, sym_next, sym_id,
+            i64(long_bytes), counts, n_long, long_list, offsets, i64(warp_bytes), medium_list))
     warp_grid = min(WARP_GRID, blocks_for(most_medium, WARP_BLOCK // 32))
     if warp_grid:
         rt.function("bpe", "bpe_merge_warp")((warp_grid, 1, 1), (WARP_BLOCK, 1, 1), (
@@ -69,7 +73,7 @@ def _merge_and_emit(rt: KernelRuntime, data: Any, token_starts: Any, token_ends:
     launch(rt.function("bpe", "bpe_merge_long"), long_grid,
            (data, token_starts, token_ends, long_list, n_long, i64(size), scratch[:_LONG_ARRAYS * size],
             scratch[_LONG_ARRAYS * size:].view(xp.float32), *model, sym_len, sym_next, sym_prev, sym_id, counts))
-    del scratch, heap_score, heap_left, heap_size  # freed before the output is allocated
+    del scratch  # freed before the output is allocated
     if n_tokens:
         xp.cumsum(counts[:n_tokens], out=offsets[1:])
     total = int(offsets[-1])
@@ -81,7 +85,7 @@ def _merge_and_emit(rt: KernelRuntime, data: Any, token_starts: Any, token_ends:
     short_blocks = blocks_for(max(n_tokens, n_rows + 1), BLOCK)  # then long_grid blocks for the long ones
     launch(rt.function("bpe", "bpe_emit"), short_blocks + long_grid,
            (data, token_starts, token_ends, i64(n_tokens), *found, *model, sym_len, sym_next, sym_id, offsets,
-            i64(LONG_BYTES), ids, id_starts, id_ends, offsets if rows is None else rows, i64(n_rows), row_offsets,
+            i64(long_bytes), ids, id_starts, id_ends, offsets if rows is None else rows, i64(n_rows), row_offsets,
             i64(short_blocks), long_list, n_long, sym_prev))
     return ids, id_starts, id_ends, offsets, None if rows is None else row_offsets
 
@@ -90,9 +94,10 @@ def bpe_encode(rt: KernelRuntime, data: Any, token_starts: Any, token_ends: Any,
                eow: Any, scores: Any, byte_ids: Any, unk_id: int, tables: Any) -> tuple[Any, Any, Any, Any]:
     """Ids (int32) of every pre-token, each id's byte span in ``data``, and per-pre-token offsets.
 
-    Short pre-tokens get a thread each (a heap of candidate pairs), medium ones (more than
-    ``WARP_BYTES``, at most ``WARP_MAX_BYTES``) a warp each (the best pair by a warp max-reduce),
-    long ones a block each (rounds over all parts at once); all merge symbol ids through the
+    Short pre-tokens (at most ``WARP_BYTES``, at most ``THREAD_MAX_BYTES``) get a thread each (its
+    symbols in local arrays, the best pair by a scan), medium ones (at most ``LONG_BYTES``, at most
+    ``WARP_MAX_BYTES``) a warp each (the best pair by a warp max-reduce), long ones a block each
+    (rounds over all parts at once); all merge symbol ids through the
     model's ``MergeTables`` (``tables``) and give the ids of the CPU twin. The trie arrays
     (``state`` … ``eow``) are the reference twin's way to find pieces and are not needed here. One
     host read (the number of ids)."""
