@@ -130,14 +130,16 @@ bpe_pre_tokens(const u8* __restrict__ marks, const i64* __restrict__ rank, i64 n
 // at most n - 1 entries (n <= 48: under 2,300 steps at worst, a few dozen for a word); the reads
 // and writes of global memory are the characters, the hash lookups and the final symbols.
 //
-// Where the state lives, by ptxas -v for sm_90 (tests/test_bpe_registers.py): in local arrays,
-// 436 bytes a thread, the stack frame (no spills besides), 40 registers as before (6 blocks of 256
-// threads per SM by registers: 75% occupancy). Local memory is interleaved per thread (word k of
-// the 32 threads of a warp side by side), so a warp's threads reading the same slot make one
-// coalesced access, and a word's few symbols stay in the first slots, in L1. The same arrays in
-// shared memory would take 109 KiB a block of 256 threads: 2 blocks per SM (228 KiB), 25%
-// occupancy; global scratch (the linked list and a heap of 3 entries per byte before) took 52 bytes
-// of device memory per input byte, scattered by each pre-token's position.
+// Where the state lives, by ptxas -v for sm_90 (tests/test_bpe_registers.py): in local arrays
+// (ThreadSymbols, 433 bytes), a 440-byte stack frame a thread and no spills; 32 registers (40 with
+// the list and heap in global scratch), so 8 blocks of 256 threads per SM: full occupancy. Local
+// memory is interleaved per thread (word k of the 32 threads of a warp side by side), so a warp's
+// threads reading the same slot make one coalesced access, and a word's few symbols stay in the
+// first slots, in L1. The same arrays in shared memory would take 110 KiB a block of 256 threads:
+// 2 blocks per SM (228 KiB of shared memory), 25% occupancy. The global scratch before (a linked
+// list and a heap of 3 entries per byte, 52 bytes per input byte) was scattered by each pre-token's
+// byte position; now a short pre-token's only global writes are its final symbols (12 bytes each,
+// bpe_emit's input).
 
 struct ThreadSymbols {
     int id[THREAD_MAX_BYTES];                   // symbol k's id (merge_tables)

@@ -6,6 +6,7 @@ Needs no GPU: NVRTC comes from ``cuda-bindings`` + ``cuda-toolkit[nvrtc]``. The 
 """
 from __future__ import annotations
 
+import functools
 import re
 import sys
 
@@ -44,6 +45,33 @@ def ptxas_report(family: str, arch: str = "sm_90") -> dict[str, tuple[int, int]]
     """``{kernel: (registers, spilled bytes)}`` of every kernel of ``cuda/<family>.cu`` from ptxas's
     ``-v`` report through NVRTC, with the loader's options. Read per entry function: the lines of a
     ``__noinline__`` device function in between belong to no kernel."""
+    found = {}
+    for name, block in _entry_blocks(family, arch):
+        spills = re.search(r"Function properties for " + name + r"\s*\n.*?(\d+) bytes spill stores, (\d+) bytes spill loads",
+                           block, re.S)
+        registers = re.search(r"Used (\d+) registers", block)
+        found[name] = (int(registers[1]), int(spills[1]) + int(spills[2]))
+    return found
+
+
+def ptxas_stack_frames(family: str, arch: str = "sm_90") -> dict[str, int]:
+    """``{kernel: stack frame bytes}`` from the same report: a kernel's local memory per thread
+    (its local arrays and spills; the spills alone are in :func:`ptxas_report`)."""
+    found = {}
+    for name, block in _entry_blocks(family, arch):
+        frame = re.search(r"Function properties for " + name + r"\s*\n.*?(\d+) bytes stack frame", block, re.S)
+        found[name] = int(frame[1])
+    return found
+
+
+def _entry_blocks(family: str, arch: str) -> list[tuple[str, str]]:
+    """(kernel, its lines) of ptxas's ``-v`` report for ``cuda/<family>.cu``."""
+    text = _ptxas_log(family, arch)
+    return [(block.split("'", 1)[0], block) for block in text.split("Compiling entry function '")[1:]]
+
+
+@functools.lru_cache(maxsize=None)
+def _ptxas_log(family: str, arch: str) -> str:
     from cuda.bindings import nvrtc
 
     err, program = nvrtc.nvrtcCreateProgram(kernel_source_text(family).encode(), f"{family}.cu".encode(), 0, [], [])
@@ -58,14 +86,7 @@ def ptxas_report(family: str, arch: str = "sm_90") -> dict[str, tuple[int, int]]
             raise NvrtcFailure(f"{family}.cu [{arch}] failed:\n{text}")
     finally:
         nvrtc.nvrtcDestroyProgram(program)
-    found = {}
-    for block in text.split("Compiling entry function '")[1:]:
-        name = block.split("'", 1)[0]
-        spills = re.search(r"Function properties for " + name + r"\s*\n.*?(\d+) bytes spill stores, (\d+) bytes spill loads",
-                           block, re.S)
-        registers = re.search(r"Used (\d+) registers", block)
-        found[name] = (int(registers[1]), int(spills[1]) + int(spills[2]))
-    return found
+    return text
 
 
 def _check(err: object, what: str) -> None:

@@ -194,6 +194,88 @@ def test_block_merge_property(name, pieces, texts, seed):
         cuda_bpe.LONG_BYTES = original
 
 
+
+# ------------------------------------------------------------- a thread per short pre-token
+
+def exact_length_pre_tokens(rng: np.random.Generator, lengths, alphabet: list[str]) -> list[bytes]:
+    """One pre-token of each byte length, from random characters cut at that length (a character
+    cut in two is malformed UTF-8, a byte fallback or unknown symbol of its own)."""
+    raw = []
+    for length in lengths:
+        text = "".join(rng.choice(alphabet, length)).encode()[:length]
+        if rng.random() < 0.1:
+            at = int(rng.integers(0, length))
+            text = text[:at] + b"\xff" + text[at + 1:]
+        raw.append(text)
+    return raw
+
+
+def tied_model(rng: np.random.Generator, byte_fallback: bool, alphabet: list[str]) -> BPEModel:
+    """Pieces of 1-6 characters over ``alphabet`` with scores from three values: ties everywhere."""
+    pieces = {"".join(rng.choice(alphabet, int(rng.integers(2, 7)))) for _ in range(120)}
+    pieces |= set(alphabet[:-1])  # the last character only inside pieces (or in none)
+    pieces = sorted(pieces)
+    names = ["<unk>"] + ([byte_piece(b) for b in range(256)] if byte_fallback else []) + pieces
+    types = [PieceType.UNKNOWN] + [PieceType.BYTE] * (256 if byte_fallback else 0) + [PieceType.NORMAL] * len(pieces)
+    scores = [0.0] * (len(names) - len(pieces)) + rng.integers(-2, 1, len(pieces)).astype(float).tolist()
+    return BPEModel(names, scores, types)
+
+
+@pytest.mark.parametrize("byte_fallback", [True, False])
+def test_thread_path_up_to_and_past_its_limit(backend, byte_fallback):
+    """Pre-tokens of every length from 1 to 48 bytes (a thread each, its symbols in local arrays)
+    and right past the limit (49, 50: a warp each), many of each, over ASCII and 2-3 byte
+    characters with tied scores: the emulated kernel, the Numba twin and the reference agree."""
+    rng = np.random.default_rng(48 + byte_fallback)
+    alphabet = ["a", "b", "ab"[::-1], "▁", "你", "é", "z"]
+    for trial in range(3):
+        model = tied_model(rng, byte_fallback, alphabet)
+        lengths = [n for n in range(1, 51) for _ in range(4)] + [47, 48, 49] * 20
+        raw = exact_length_pre_tokens(rng, lengths, alphabet)
+        raw += [b"a" * 48, b"a" * 49, b"ab" * 24, b"ab" * 24 + b"a", "你".encode() * 16, "你".encode() * 16 + b"a",
+                b"z" * 48, b"z" * 49, b"\xe4\xbd" * 24, b""]
+        rng.shuffle(raw)
+        assert_encodes_like_reference(model, raw, backend)
+
+
+@pytest.mark.parametrize("name", CUDA_BACKENDS)
+@pytest.mark.parametrize("warp_bytes, long_bytes", [(100, 512), (48, 2048), (20, 30), (512, 40)])
+def test_thresholds_past_the_array_limits(name, warp_bytes, long_bytes, monkeypatch):
+    """WARP_BYTES above THREAD_MAX_BYTES (48) and LONG_BYTES above WARP_MAX_BYTES (512) are clamped
+    to what the thread's local arrays and the warp's shared list hold (merge_path); lower ones
+    still move the limits: the same ids every way."""
+    monkeypatch.setattr(cuda_bpe, "WARP_BYTES", warp_bytes)
+    monkeypatch.setattr(cuda_bpe, "LONG_BYTES", long_bytes)
+    rng = np.random.default_rng(warp_bytes + long_bytes)
+    alphabet = ["a", "b", "▁", "你", "é", "z"]
+    model = tied_model(rng, True, alphabet)
+    lengths = list(range(1, 60)) + [99, 100, 101, 511, 512, 513, 600, 1500]
+    raw = exact_length_pre_tokens(rng, lengths, alphabet) + [b"a" * 100, b"ab" * 300]
+    assert_encodes_like_reference(model, raw, resolve(name))
+
+
+@pytest.mark.parametrize("name", CUDA_BACKENDS)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.text("ab▁你é", min_size=1, max_size=6), min_size=1, max_size=30),
+       texts=st.lists(st.text("ab▁你éz", max_size=20), min_size=1, max_size=12),
+       cut=st.lists(st.integers(44, 52), max_size=4), byte_fallback=st.booleans(), seed=st.integers(0, 2**16))
+def test_thread_path_property(name, pieces, texts, cut, byte_fallback, seed):
+    """Random pieces with tied scores, with and without byte fallback, on pre-tokens of up to 60
+    bytes and some cut to 44-52 bytes (across the thread/warp limit, characters cut in two):
+    the emulated kernel's ids are the reference's and the Numba twin's."""
+    pieces = sorted(set(pieces))
+    rng = np.random.default_rng(seed)
+    names = ["<unk>"] + ([byte_piece(b) for b in range(256)] if byte_fallback else []) + pieces
+    types = [PieceType.UNKNOWN] + [PieceType.BYTE] * (256 if byte_fallback else 0) + [PieceType.NORMAL] * len(pieces)
+    scores = [0.0] * (len(names) - len(pieces)) + rng.integers(-2, 1, len(pieces)).astype(float).tolist()
+    model = BPEModel(names, scores, types)
+    raw = [t.encode() for t in texts]
+    long_text = "".join(texts).encode() * 8
+    raw += [long_text[:n] for n in cut if len(long_text) >= n]
+    for be in (resolve(name), "cpu"):
+        assert_encodes_like_reference(model, raw, be)
+
+
 # ------------------------------------------------------------------------------ merge tables
 
 from numba import njit  # noqa: E402
