@@ -43,7 +43,7 @@ from typing import Any, BinaryIO, NamedTuple, Union
 import numpy as np
 
 from gpu_text.batch import TextBatch
-from gpu_text.textio import DEFAULT_CHUNK_BYTES, UTF8_BOM, LineTooLong, iter_line_chunks, lines_to_batch
+from gpu_text.textio import DEFAULT_CHUNK_BYTES, UTF8_BOM, LineTooLong, iter_line_batches, iter_line_chunks
 
 PathLike = Union[str, "os.PathLike[str]"]
 STDIN = "-"
@@ -117,7 +117,7 @@ def iter_documents(paths: PathLike | Iterable[PathLike], field: str = "text",
     >>> import os, tempfile
     >>> p = os.path.join(tempfile.mkdtemp(), "a.txt"); _ = open(p, "w").write("a\\nb\\nc\\n")
     >>> [(d.first, d.batch.to_pylist()) for d in iter_documents(p, chunk_bytes=4)]
-    [(1, ['a']), (2, ['b', 'c'])]
+    [(1, ['a', 'b']), (3, ['c'])]
     """
     options = _OPTIONS.get()
     format = format or options.get("format", "auto")
@@ -219,9 +219,10 @@ def _read_file(path: PathLike, field: str, chunk_bytes: int, progress: Any, form
                 kind = _text_format(path, stream) if format == "auto" else format
                 if kind == "json" and stream.first_byte() == b"[":
                     batches: Iterator[TextBatch] = _JsonArray(path, field, chunk_bytes, limit).batches(stream)
+                elif kind in ("jsonl", "json"):
+                    batches = map(_JsonLines(path, field).parse, iter_line_chunks(stream, chunk_bytes, limit))
                 else:
-                    parse = _JsonLines(path, field).parse if kind in ("jsonl", "json") else lines_to_batch
-                    batches = map(parse, iter_line_chunks(stream, chunk_bytes, limit))
+                    batches = iter_line_batches(stream, chunk_bytes, limit)
                 yield from _counted(batches, counter, progress)
             except LineTooLong as exc:
                 raise ValueError(f"{path}:{exc.line}: document longer than {limit} bytes (the limit is "
@@ -267,6 +268,15 @@ class _Prefixed:
             pass
         return self.head.removeprefix(UTF8_BOM).lstrip()[:1]
 
+    def readinto(self, buffer: Any) -> int:
+        """Read into ``buffer`` (the sniffed bytes first), without a ``bytes`` in between where the
+        stream can do the same."""
+        if self.head or not hasattr(self.stream, "readinto"):
+            data = self.read(len(buffer))
+            buffer[:len(data)] = data
+            return len(data)
+        return self.stream.readinto(buffer)
+
     def read(self, size: int = -1) -> bytes:
         if not self.head:
             return self.stream.read(size)
@@ -288,6 +298,11 @@ class _Counter:
         data = self.raw.read(size)
         self.bytes_read += len(data)
         return data
+
+    def readinto(self, buffer: Any) -> int:
+        got = self.raw.readinto(buffer)
+        self.bytes_read += got
+        return got
 
     def peek(self, size: int) -> bytes:
         return self.raw.peek(size)[:size]

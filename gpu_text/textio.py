@@ -104,6 +104,83 @@ def iter_line_chunks(stream: BinaryIO, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
         yield chunk
 
 
+def iter_line_batches(stream: BinaryIO, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                      max_line_bytes: int | None = None) -> Iterator[TextBatch]:
+    """:func:`iter_line_chunks` split by :func:`lines_to_batch`, the way the bulk jobs read text:
+    the stream is read (``readinto`` where it has it) into one reused buffer and each chunk's lines
+    are copied out of it once (:func:`cpu_fallback.lines.split_lines`), so reading costs the
+    encoder, on the other core, a copy instead of the several passes and allocations of splitting
+    a ``bytes``. The same rows, chunks of at most ``chunk_bytes`` of the stream unless one line is
+    longer (then that line and at most ``chunk_bytes`` more), the same :class:`LineTooLong` (raised
+    once that much of a line is read).
+
+    >>> import io
+    >>> [b.to_pylist() for b in iter_line_batches(io.BytesIO(b"\\xef\\xbb\\xbfa\\r\\nbb\\nccc\\nd"), chunk_bytes=4)]
+    [['a'], ['bb'], ['ccc'], ['d']]
+    """
+    from gpu_text.backend import get_backend
+
+    if chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes must be at least 1, got {chunk_bytes}")
+    lines = get_backend("cpu").ops("lines")
+    buffer = np.empty(max(chunk_bytes, len(UTF8_BOM)), np.uint8)  # room to sniff the mark at any chunk size
+    held = 0  # bytes of a line not ended yet, at the front of the buffer
+    line = 1
+    sniffed = False
+    while True:
+        if held == buffer.size:  # one line longer than the buffer: read on into a larger one
+            buffer = np.concatenate((buffer, np.empty(buffer.size, np.uint8)))
+        # a chunk of a long line reads on chunk_bytes at a time, as far as the buffer has room
+        stop = buffer.size if not sniffed else min(buffer.size, max(chunk_bytes, held + chunk_bytes))
+        got = _fill(stream, buffer, held, stop)
+        size, final = held + got, held + got < stop
+        if not sniffed:
+            sniffed = True
+            if size >= len(UTF8_BOM) and bytes(buffer[:len(UTF8_BOM)]) == UTF8_BOM:
+                size -= len(UTF8_BOM)
+                buffer[:size] = buffer[len(UTF8_BOM):size + len(UTF8_BOM)].copy()
+        cut = size if final else int(lines.last_newline(buffer, size)) + 1
+        if cut == 0:
+            if final:
+                return
+            if max_line_bytes is not None and size > max_line_bytes + 1:  # +1: a \r read before its \n
+                raise LineTooLong(line, max_line_bytes)
+            held = size
+            continue
+        out = np.empty(cut, np.uint8)
+        offsets = np.empty(int(lines.count_newlines(buffer, cut)) + 2, np.int64)
+        rows, longest = lines.split_lines(buffer, cut, final, out, offsets)
+        if max_line_bytes is not None and offsets[longest + 1] - offsets[longest] > max_line_bytes:
+            _check_lines(bytes(buffer[:cut]), line, max_line_bytes)  # raises, naming the first long line
+        yield TextBatch(out[:offsets[rows]], offsets[:rows + 1], check=False)
+        if final:
+            return
+        line += rows
+        held = size - cut
+        if buffer.size > chunk_bytes and held < chunk_bytes:
+            buffer = np.concatenate((buffer[cut:size], np.empty(chunk_bytes - held, np.uint8)))
+        else:
+            buffer[:held] = buffer[cut:size].copy()
+
+
+def _fill(stream: BinaryIO, buffer: np.ndarray, at: int, stop: int) -> int:
+    """Read into ``buffer[at:stop]`` until it is full or the stream ends; returns the bytes read."""
+    view = memoryview(buffer)
+    readinto = getattr(stream, "readinto", None)
+    got = at
+    while got < stop:
+        if readinto is not None:
+            n = readinto(view[got:stop])
+        else:
+            piece = stream.read(stop - got)
+            n = len(piece)
+            buffer[got:got + n] = np.frombuffer(piece, np.uint8)
+        if not n:
+            break
+        got += n
+    return got - at
+
+
 def _read_up_to(stream: BinaryIO, size: int) -> bytes:
     """``size`` bytes, fewer only at the end of the stream (a pipe may return short reads)."""
     data = b""

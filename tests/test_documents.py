@@ -375,7 +375,7 @@ def test_iter_documents_numbers_documents_per_file(tmp_path):
     a.write_text("".join(f"{i}\n" for i in range(10)), encoding="utf-8")
     b.write_text("x\ny\n", encoding="utf-8")
     located = list(iter_documents([a, b], chunk_bytes=6))
-    assert [(Path(d.path).name, d.first, len(d.batch)) for d in located][:2] == [("a.txt", 1, 1), ("a.txt", 2, 3)]
+    assert [(Path(d.path).name, d.first, len(d.batch)) for d in located][:2] == [("a.txt", 1, 3), ("a.txt", 4, 3)]
     for d in located:  # every batch's first number is its first line in its file
         lines = (a if d.path == str(a) else b).read_text(encoding="utf-8").splitlines()
         assert d.batch.to_pylist() == lines[d.first - 1:d.first - 1 + len(d.batch)]
