@@ -376,10 +376,12 @@ bpe_merge_warp(const u8* __restrict__ data, const i64* __restrict__ token_starts
 // such merge and the next round starts from there. Natural text has short parts and finishes in
 // as many rounds as its longest part has merges; "aaaa..." in as many as its pieces have levels.
 //
-// Scratch (global memory, `work`): LONG_ARRAYS int arrays of the data's size, a pre-token's share of
-// each at its own byte positions.
+// Scratch (global memory, `work`): LONG_ARRAYS int arrays of the data's size and the pair scores, a
+// pre-token's share of each at its own byte positions. The four arrays a round needs only within
+// itself (merged, chosen, best, cut) are the final symbol arrays (sym_len, sym_next, sym_prev,
+// sym_id) at the same positions, written only after the last round.
 
-#define LONG_ARRAYS 10
+#define LONG_ARRAYS 6
 
 struct LongScratch {
     int* start[2];   // byte offset (from begin) of each symbol; double-buffered across rounds
@@ -543,10 +545,10 @@ __device__ __noinline__ void merge_long_pre_token(i64 t, const u8* data, const i
         s.id[b] = w + (2 + b) * work_size;
         s.part[b] = w + (4 + b) * work_size;
     }
-    s.merged = w + 6 * work_size;
-    s.chosen = w + 7 * work_size;
-    s.best = w + 8 * work_size;
-    s.cut = w + 9 * work_size;
+    s.merged = sym_len + begin;  // the final symbols overwrite these four after the last round
+    s.chosen = sym_next + begin;
+    s.best = sym_prev + begin;
+    s.cut = sym_id + begin;
     s.score = pair_score + begin;
 
     int m = long_symbols(data, begin, n, model, s, scan_scratch);
@@ -559,7 +561,7 @@ __device__ __noinline__ void merge_long_pre_token(i64 t, const u8* data, const i
         cur ^= 1;
     }
 
-    // the final symbols, in the layout bpe_emit reads
+    // the final symbols, in the layout bpe_emit reads (over merged, chosen, best and cut)
     int* len = sym_len + begin;
     int* next = sym_next + begin;
     int* prev = sym_prev + begin;
@@ -583,7 +585,7 @@ __device__ __noinline__ void merge_long_pre_token(i64 t, const u8* data, const i
 
 // The long pre-tokens of long_list (*n_long of them), a block each in turn (grid-stride: the
 // host does not know how many there are). Scratch: LONG_ARRAYS arrays of work_size ints (the
-// data's size), a pre-token's share of each at its own byte positions.
+// data's size) and the pair scores, a pre-token's share of each at its own byte positions.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 bpe_merge_long(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
                const i64* __restrict__ long_list, const unsigned long long* __restrict__ n_long, i64 work_size,

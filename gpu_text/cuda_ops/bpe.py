@@ -11,7 +11,7 @@ from gpu_text.cuda_ops import BLOCK, KernelRuntime, blocks_for, i64, launch
 # than by a warp or a thread; at most WARP_MAX_BYTES (longer ones have no other path). Not tuned on
 # a GPU yet; the tests lower it to run both paths on small inputs.
 LONG_BYTES = 512
-_LONG_ARRAYS = 10  # LONG_ARRAYS in cuda/bpe.cu
+_LONG_ARRAYS = 6  # LONG_ARRAYS in cuda/bpe.cu
 # Pre-tokens longer than this many bytes and at most LONG_BYTES are merged by a warp each
 # (bpe_merge_warp), shorter ones by a thread (bpe_merge, its state in local arrays of
 # THREAD_MAX_BYTES entries, so at most that). Not tuned on a GPU yet; the tests move it.
@@ -54,7 +54,8 @@ def _merge_and_emit(rt: KernelRuntime, data: Any, token_starts: Any, token_ends:
     most_medium = min(n_tokens, size // (warp_bytes + 1)) if warp_bytes < long_bytes else 0
     # every pre-token's final symbols at its byte positions (the short ones' merge state is local
     # to their threads, the medium ones' in shared memory); the long ones' scratch (LONG_ARRAYS
-    # arrays and pair scores at their byte positions) only when there may be one
+    # arrays and pair scores at their byte positions, four more arrays in the symbol arrays) only
+    # when there may be one: 44 bytes per byte in all (the symbols' 16 and 28), 60 before
     sym_len, sym_next, sym_prev, sym_id = (xp.empty(size, xp.int32) for _ in range(4))
     scratch = xp.empty((_LONG_ARRAYS + 1) * size if most_long else 1, xp.int32)
     long_list = xp.empty(max(most_long, 1), xp.int64)
