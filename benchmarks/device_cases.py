@@ -274,8 +274,10 @@ def crf_iterations(ctx: Context, api: Any, hook: Any, X: list, y: list) -> dict[
 
 
 # the BPE wrapper's thresholds between a thread, a warp and a block per pre-token (module globals of
-# gpu_text.cuda_ops.bpe read at each call), and the values the sweep tries
-BPE_THRESHOLDS = {"WARP_BYTES": (24, 48, 96, 192, 512), "LONG_BYTES": (256, 512, 2048)}
+# gpu_text.cuda_ops.bpe read at each call), and the values the sweep tries: at most the kernels'
+# limits (THREAD_MAX_BYTES 48, the thread's local arrays; WARP_MAX_BYTES 512), larger ones are
+# clamped to them
+BPE_THRESHOLDS = {"WARP_BYTES": (16, 24, 32, 48), "LONG_BYTES": (128, 256, 512)}
 
 
 def _bpe_sweep(ctx: Context, size: int) -> Prepared:
