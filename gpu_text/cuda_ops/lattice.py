@@ -39,8 +39,28 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
     scratch_offsets = xp.zeros(n + 1, xp.int64)
     xp.cumsum(span_ends - span_starts + 1, out=scratch_offsets[1:])
     size = int(scratch_offsets[-1])
-    score, route, value = xp.empty(size, xp.float64), xp.empty(size, xp.int64), xp.empty(size, xp.int32)
-    counts = xp.zeros(n, xp.int64)
+    token_offsets = xp.zeros(n + 1, xp.int64)
+    long_spans = bool(n) and int(data.size) >= max(int(LONG_BYTES), 1)
+    starts, ends, values = _solve_paths(rt, data, span_starts, span_ends, edge_starts, edge_ends, edge_values,
+                                        span_edge_offsets, weights, fallback_weight, max_edges_per_start, mode,
+                                        scratch_offsets, size, long_spans, token_offsets, None)
+    return starts, ends, values, token_offsets
+
+
+def _solve_paths(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any, edge_starts: Any, edge_ends: Any,
+                 edge_values: Any, span_edge_offsets: Any, weights: Any, fallback_weight: float,
+                 max_edges_per_start: int, mode: int, scratch_offsets: Any, scratch_size: int, long_spans: bool,
+                 token_offsets: Any, capacity: int | None) -> tuple[Any, Any, Any]:
+    """:func:`lattice_viterbi`'s kernels, from each span's scratch offset (``scratch_size`` rows
+    in all), into ``token_offsets`` (zeroed, n_spans + 1): token starts, ends and values, exactly
+    as many as the spans have (one host read, the total) or, with ``capacity``, arrays of that
+    many of which the first ``token_offsets[-1]`` are the tokens (no host read). ``long_spans``
+    False promises that no span has :data:`LONG_BYTES` bytes (the pieces' kernels are skipped)."""
+    xp = rt.xp
+    n = span_starts.size
+    score, route, value = (xp.empty(scratch_size, dt) for dt in (xp.float64, xp.int64, xp.int32))
+    # the route kernel writes every short span's count; lattice_finish only the long ones'
+    counts = xp.zeros(n, xp.int64) if long_spans else xp.empty(n, xp.int64)
     weights = xp.ascontiguousarray(weights, dtype=xp.float64)
     if weights.size == 0:  # a kernel argument must point somewhere; no edge reads it
         weights = xp.zeros(1, xp.float64)
@@ -48,7 +68,7 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
     lattice = (data, span_starts, span_ends, i64(n), edge_starts, edge_ends, edge_values, span_edge_offsets, weights,
                np.float64(fallback_weight), i64(max_edges_per_start), i64(mode))
     n_bytes = int(data.size)
-    n_anchors = blocks_for(n_bytes, chunk) if n and n_bytes >= long_bytes else 0
+    n_anchors = blocks_for(n_bytes, chunk) if n and long_spans else 0
     n_slots = 2 * n_anchors
     if n_anchors:
         n_edges = int(edge_starts.size)
@@ -87,9 +107,8 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
                 *fronts, vec_f, vec_i))
     launch(rt.function("lattice", "lattice_route"), blocks_for(n, BLOCK),
            (*lattice, scratch_offsets, score, route, value, counts, i64(long_bytes)))
-    token_offsets = xp.zeros(n + 1, xp.int64)
     xp.cumsum(counts, out=token_offsets[1:])
-    total = int(token_offsets[-1])
+    total = int(token_offsets[-1]) if capacity is None else capacity
     starts, ends, values = xp.empty(total, xp.int64), xp.empty(total, xp.int64), xp.empty(total, xp.int32)
     launch(rt.function("lattice", "lattice_emit"), blocks_for(n, BLOCK),
            (span_starts, span_ends, i64(n), scratch_offsets, route, value, token_offsets, starts, ends, values,
@@ -97,4 +116,4 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
     if n_anchors:
         launch(rt.function("lattice", "lattice_emit_pieces"), blocks_for(n_slots, BLOCK),
                (span_starts, i64(n_slots), slot_i, scratch_offsets, route, value, token_offsets, starts, ends, values))
-    return starts, ends, values, token_offsets
+    return starts, ends, values

@@ -25,12 +25,40 @@ from gpu_text.ragged import row_ids
 from gpu_text.tokenizer.bpe import BPEModel, EncodedPreTokens, PieceType, byte_piece, piece_problem, shown_piece, \
     special_id_problem
 from gpu_text.trie import DoubleArrayTrie
+from gpu_text.trie.double_array import _device_key
 
 FALLBACK_WEIGHT = -10.0
 """The seed's weight of a character's fallback edge (BytePieceTokenizer's ``fallback_weight``)."""
 
 MAX_PREFIX_MATCHES = 16
 """Prefix matches the seed reads at one character (``kMaxNumResults`` of its trie search)."""
+
+
+# How :meth:`encode_rows` turns a fallback character (a path token that is no edge) into ids, as
+# ``lattice_encode`` takes it: the piece it spells else its bytes (BytePiece), one unknown id per
+# run of them (Unigram), its bytes (Unigram with byte fallback).
+FINISH_LOOKUP, FINISH_MERGE, FINISH_BYTES = 0, 1, 2
+
+# a trie without words (one slot, no edges), for a model without edge pieces
+EMPTY_TRIE = (np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.uint8), np.zeros(1, np.uint8))
+
+
+def device_tables(model: Any, backend: Backend, lookup: DoubleArrayTrie | None) -> tuple[Any, Any, Any, Any]:
+    """``model``'s edge trie (its four arrays), edge weights, byte ids and the ``lookup`` trie's
+    arrays (the edge trie's when None) on ``backend``'s device: copied there once per device and
+    kept on the model, so that encoding uploads no table after its first call.
+
+    >>> m = BytePieceModel(["<unk>", "a"], [0.0, 1.0], [2, 1])
+    >>> device_tables(m, get_backend("cpu"), None)[1].tolist()
+    [-inf, 0.0]
+    """
+    cache = model.__dict__.setdefault("_tables_on_device", {})
+    key = _device_key(backend.xp)
+    if key not in cache:
+        trie = model.trie.arrays(backend) if model.trie is not None else tuple(backend.asarray(a) for a in EMPTY_TRIE)
+        cache[key] = (trie, backend.asarray(model.weights), backend.asarray(model.byte_ids),
+                      lookup.arrays(backend) if lookup is not None else trie)
+    return cache[key]
 
 
 def piece_weights(counts: Sequence[float]) -> np.ndarray:
@@ -146,6 +174,25 @@ class BytePieceModel:
             self.fallback_weight, self.max_prefix_matches)
         ids = self._fallback_ids(data, tok_starts, tok_ends, values, be)
         return self._byte_fallback(data, tok_starts, tok_ends, ids, token_offsets, be)
+
+    def encode_rows(self, data: Any, offsets: Any, marks: Any, backend: str | Backend | None = None
+                    ) -> tuple[Any, Any, Any, Any]:
+        """Encode normalized rows (``data``, ``offsets``) whose pre-tokens start at the marked bytes
+        of ``marks`` (``PreTokenizer.marks``; None: each row whole): ids, their byte spans in
+        ``data`` and each row's first id (n_rows + 1), all on the backend's device in one op
+        (``lattice_encode``: on a GPU two host reads, no table upload after the first call).
+
+        >>> m = BytePieceModel(["<unk>", "a", "ab"], [0.0, 1.0, 1.0], [2, 1, 1])
+        >>> ids, starts, ends, rows = m.encode_rows(np.frombuffer(b"abab", np.uint8), np.array([0, 4]),
+        ...                                         np.array([1, 0, 1, 0], np.uint8), "cpu")
+        >>> ids.tolist(), ends.tolist(), rows.tolist()
+        ([2, 2], [2, 4], [0, 2])
+        """
+        be = get_backend(backend)
+        trie, weights, byte_ids, lookup = device_tables(self, be, self.lookup_trie)
+        return be.op("lattice_tokens", "lattice_encode")(data, offsets, marks, trie, weights, self.fallback_weight,
+                                                         self.max_prefix_matches, 0, FINISH_LOOKUP, self.unk_id,
+                                                         byte_ids, lookup)
 
     def _fallback_ids(self, data: Any, starts: Any, ends: Any, values: Any, be: Backend) -> Any:
         """Ids of the path's tokens: an edge's piece, or the piece a fallback character spells (-1: none)."""

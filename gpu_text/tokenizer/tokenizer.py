@@ -181,6 +181,15 @@ class Tokenizer:
                 return ids, None, None
             encoded = EncodedPreTokens(values, id_starts, id_ends, row_offsets)
             return ids, *self._original_spans(text, normalized.alignment, encoded, row_offsets, be.xp)
+        rows = getattr(self.model, "encode_rows", None)  # the lattice models': every step after the split in one op
+        if rows is not None and self.user_symbols is None and pre_tokenizer.segmenter is None:
+            marks = None if pre_tokenizer.split == "none" else pre_tokenizer.marks(text, be)
+            values, id_starts, id_ends, row_offsets = rows(text.data, text.offsets, marks, be)
+            ids = RaggedArray(values, row_offsets, check=False)
+            if not with_offsets:
+                return ids, None, None
+            encoded = EncodedPreTokens(values, id_starts, id_ends, row_offsets)
+            return ids, *self._original_spans(text, normalized.alignment, encoded, row_offsets, be.xp)
         pre = pre_tokenizer.pre_tokenize(text, be, self.user_symbols)
         base = text.offsets[:-1][row_ids(pre.starts.offsets)]
         starts, ends = pre.starts.values + base, pre.ends.values + base

@@ -35,7 +35,8 @@ from gpu_text.backend import Backend, get_backend
 from gpu_text.specs import bytes_from_spec, bytes_to_spec, spec_list, spec_mapping, spec_value
 from gpu_text.tokenizer.bpe import BPEModel, EncodedPreTokens, PieceType, byte_piece, piece_problem, shown_piece, \
     special_id_problem
-from gpu_text.tokenizer.bytepiece import BytePieceModel, lattice_edges, lattice_spans
+from gpu_text.tokenizer.bytepiece import FINISH_BYTES, FINISH_MERGE, BytePieceModel, device_tables, \
+    lattice_edges, lattice_spans
 from gpu_text.trie import DoubleArrayTrie
 
 UNK_PENALTY = 10.0
@@ -126,6 +127,24 @@ class UnigramModel:
             data, starts, ends, *lattice_edges(self.trie, data, starts, ends, be), be.asarray(self.weights),
             self.unk_score, 0, LATTICE_MODE)
         return self.finish_paths(data, tok_starts, tok_ends, values, token_offsets, be)
+
+    def encode_rows(self, data: Any, offsets: Any, marks: Any, backend: str | Backend | None = None
+                    ) -> tuple[Any, Any, Any, Any]:
+        """Encode normalized rows (``data``, ``offsets``), each whole (``marks`` None, SentencePiece's
+        way) or cut at the marked bytes of ``marks`` (``PreTokenizer.marks``): ids, their byte spans
+        in ``data`` and each row's first id (n_rows + 1), on the backend's device in one op
+        (``lattice_encode``: on a GPU two host reads, no table upload after the first call).
+
+        >>> m = UnigramModel(["<unk>", "a", "b", "ab"], [0.0, -1.0, -1.0, -1.5], [2, 1, 1, 1])
+        >>> ids, starts, ends, rows = m.encode_rows(np.frombuffer(b"abxyab", np.uint8), np.array([0, 6]), None, "cpu")
+        >>> ids.tolist(), starts.tolist(), ends.tolist(), rows.tolist()
+        ([3, 0, 3], [0, 2, 4], [2, 4, 6], [0, 3])
+        """
+        be = get_backend(backend)
+        trie, weights, byte_ids, lookup = device_tables(self, be, None)
+        finish = FINISH_BYTES if self.byte_fallback else FINISH_MERGE
+        return be.op("lattice_tokens", "lattice_encode")(data, offsets, marks, trie, weights, self.unk_score, 0,
+                                                         LATTICE_MODE, finish, self.unk_id, byte_ids, lookup)
 
     def finish_paths(self, data: Any, starts: Any, ends: Any, values: Any, offsets: Any, backend: Backend
                      ) -> EncodedPreTokens:

@@ -1,0 +1,90 @@
+"""``lattice_encode`` (cuda/lattice_tokens.cu, its Numba twin and the Python reference): the ids of
+normalized rows through the lattice, every finish mode (BytePiece's lookup, Unigram's unknown runs
+and byte fallback), rows whole or cut at pre-token marks, empty rows, malformed bytes, long rows
+cut into pieces and a batch with more edges than the first search has room for."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_text.trie import DoubleArrayTrie
+from tests.reference import lattice_tokens as reference
+from tests.test_lattice_kernels import UNIGRAM, backends, random_case
+from tests.test_utf8_kernels import host
+
+# finish mode -> (lattice mode, fallback weight, edges read per start)
+FINISHES = {0: (0, -10.0, 16), 1: (UNIGRAM, -7.0, 0), 2: (UNIGRAM, -7.0, 0)}
+
+
+def case(seed: int, n_texts: int, with_marks: bool):
+    rng = np.random.default_rng(seed)
+    trie, weights, data, starts, ends = random_case(rng, n_texts, 30)
+    offsets = np.append(starts, ends[-1:] if n_texts else [0]).astype(np.int64)
+    marks = None
+    if with_marks:  # every row's first byte and about one byte in five start a pre-token
+        marks = (rng.random(data.size) < 0.2).astype(np.uint8) * rng.integers(1, 6, data.size).astype(np.uint8)
+        marks[offsets[:-1][offsets[:-1] < offsets[1:]]] = 1
+    # the lookup trie: a few of the edge words and some single characters (BytePiece's fallback ids)
+    lookup = DoubleArrayTrie.build(["a", "你", "é", "🙂"], [40, 41, 42, 43])
+    byte_ids = (np.arange(256, dtype=np.int32) % 50) + 100
+    return trie, weights, lookup, byte_ids, data, offsets, marks
+
+
+def encode(backend, trie, weights, lookup, byte_ids, data, offsets, marks, finish):
+    xp = backend.xp
+    mode, fallback, cap = FINISHES[finish]
+    return backend.op("lattice_tokens", "lattice_encode")(
+        backend.asarray(data), xp.asarray(offsets), None if marks is None else backend.asarray(marks),
+        trie.arrays(backend), xp.asarray(weights.astype(np.float64)), fallback, cap, mode, finish, 3,
+        xp.asarray(byte_ids), lookup.arrays(backend))
+
+
+@pytest.mark.parametrize("n_texts", [0, 1, 2, 200])
+@pytest.mark.parametrize("finish", [0, 1, 2])
+@pytest.mark.parametrize("with_marks", [False, True])
+def test_twins_equal_reference(n_texts, finish, with_marks):
+    trie, weights, lookup, byte_ids, data, offsets, marks = case(n_texts * 7 + finish, n_texts, with_marks)
+    mode, fallback, cap = FINISHES[finish]
+    want = reference.lattice_encode(data, offsets, marks, trie.arrays("cpu"), weights, fallback, cap, mode, finish, 3,
+                                    byte_ids, lookup.arrays("cpu"))
+    for be in backends():
+        got = encode(be, trie, weights, lookup, byte_ids, data, offsets, marks, finish)
+        for name, g, w in zip(("ids", "starts", "ends", "row offsets"), got, want):
+            assert host(g).tolist() == w.tolist(), f"{be.name}: {name}"
+
+
+def test_empty_rows_and_unknown_runs():
+    """Unknown characters in a run are one unknown id spanning the run, never across spans."""
+    trie = DoubleArrayTrie.build(["ab"], [5])
+    data = np.frombuffer(b"xyabzz" + b"qq", np.uint8).copy()
+    offsets = np.array([0, 0, 6, 6, 8], np.int64)
+    marks = np.array([1, 0, 1, 0, 0, 0, 1, 1], np.uint8)
+    weights = np.full(6, -1.0)
+    for be in backends():
+        ids, starts, ends, rows = encode(be, trie, weights, trie, np.zeros(256, np.int32), data, offsets, marks, 1)
+        assert host(ids).tolist() == [3, 5, 3, 3, 3]
+        assert host(starts).tolist() == [0, 2, 4, 6, 7] and host(ends).tolist() == [2, 4, 6, 7, 8]
+        assert host(rows).tolist() == [0, 0, 3, 3, 5]
+
+
+@pytest.mark.parametrize("finish", [0, 1])
+def test_long_rows_in_pieces_and_a_second_search(monkeypatch, finish):
+    """Rows past LONG_BYTES take the lattice's pieces, and more edges than the first search's
+    room take a second search: the same ids as the twin."""
+    from gpu_text.cuda_ops import lattice as launchers
+    from gpu_text.cuda_ops import trie as trie_launchers
+
+    monkeypatch.setattr(launchers, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(launchers, "LONG_BYTES", 128)
+    monkeypatch.setattr(trie_launchers, "MATCHES_PER_BYTE", 0)
+    monkeypatch.setattr(trie_launchers, "MATCHES_SLACK", 1)
+    trie, weights, lookup, byte_ids, data, offsets, marks = case(11, 40, finish == 0)
+    data = np.concatenate([data, np.frombuffer("ab你好abc🙂".encode() * 40, np.uint8)])
+    offsets = np.append(offsets, data.size)
+    if marks is not None:
+        marks = np.append(marks, np.zeros(data.size - marks.size, np.uint8))
+        marks[offsets[-2]] = 1
+    want, *others = (encode(be, trie, weights, lookup, byte_ids, data, offsets, marks, finish) for be in backends())
+    for got in others:
+        for g, w in zip(got, want):
+            assert host(g).tolist() == host(w).tolist()
