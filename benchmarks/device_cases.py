@@ -277,7 +277,7 @@ def crf_iterations(ctx: Context, api: Any, hook: Any, X: list, y: list) -> dict[
 # gpu_text.cuda_ops.bpe read at each call), and the values the sweep tries: at most the kernels'
 # limits (THREAD_MAX_BYTES 48, the thread's local arrays; WARP_MAX_BYTES 512), larger ones are
 # clamped to them
-BPE_THRESHOLDS = {"WARP_BYTES": (16, 24, 32, 48), "LONG_BYTES": (128, 256, 512)}
+BPE_THRESHOLDS = {"WARP_BYTES": (8, 16, 24, 32, 48), "LONG_BYTES": (128, 256, 512)}
 
 
 def _bpe_sweep(ctx: Context, size: int) -> Prepared:
