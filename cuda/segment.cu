@@ -759,38 +759,260 @@ __device__ __forceinline__ void after_solve(i64 a, i64 b, const Front& out, cons
     if (out.n == 1) mark_path(a, b, length, path, 1);
 }
 
-// Per thread: one long run: its pieces twice (a step per piece and frontier pair) and an exact
-// solve of each piece without a valid table entry. Each other piece's exact frontier values go to
-// class_f for segment_finish.
+// ---- the run's walk in groups (segment_resolve): no thread steps through a whole run
+// A pending piece with a table maps its exact frontier values x to its entry's, y = max over f of
+// x_f + D[f][class of x_f], and x + s maps to y + s for every shift s that is a multiple of 2 u_top
+// of each piece it crosses (the classes stay) and small enough that every value it adds keeps its
+// binade and every x its estimate's error (the table's conditions). So a stretch of pieces is walked
+// once from a guess x~ of its first x, in parallel with the other stretches, and the run's walk then
+// jumps over the stretch when its exact x is x~ + s for such an s: y + s at the stretch's end.
+// Stretches (segments): the pending pieces of a run whose anchors fall in one group of `group`
+// anchors (so at most `group` pieces), walked from the one next to the run's end. Per segment and
+// guess c (at most GT_CLASSES_MAX: the residues of x_0 modulo the segment's largest 2 u_top, next
+// to the estimate; a frontier's other positions the same residue, next to their estimates) a thread
+// walks its pieces by their tables (by_table); where a table does not apply to the guess, the walk
+// stops there and starts again after it from a new guess. Per slot and guess: the guess's x there,
+// the largest |s| for which every later piece of that walk keeps the table's conditions (`slack`),
+// and where that walk stops (the piece whose table did not apply, or -1: the segment's end).
+// The run's walk (segment_resolve's last block, a thread per long run) goes from the run's end: at a
+// slot whose exact x is a guess's x + s (s a multiple of the segment's modulus, |s| <= slack) it jumps
+// to where that walk stops; elsewhere one step as before (the table, or an exact solve). Every jump
+// is exact: each sum the table step would make is the guess's sum + s, exact and in its binade, each
+// class and each comparison the same. segment_finish gives each piece jumped over its x (its guess's
+// + s) and solves it. A run's walk: a step per segment when every guess matches; the pieces where no
+// guess applies (the run's end, binade edges) one step each, as before.
+#define GT_SPEC_FLOATS (2 * GT_CLASSES_MAX * GT_FRONT_MAX + GT_CLASSES_MAX + 2)
+#define GT_SPEC_X 0                                               // guess c's x here, per position
+#define GT_SPEC_SLACK (GT_CLASSES_MAX * GT_FRONT_MAX)              // per guess (< 0: none)
+#define GT_SPEC_EXIT (GT_SPEC_SLACK + GT_CLASSES_MAX)              // a head's: guess c's x after the segment
+#define GT_SPEC_SHIFT (GT_SPEC_EXIT + GT_CLASSES_MAX * GT_FRONT_MAX)  // a jump's s
+#define GT_SPEC_MODULUS (GT_SPEC_SHIFT + 1)                       // a head's: the largest 2 u_top of its pieces
+#define GT_SPEC_INTS (GT_CLASSES_MAX + 4)
+#define GT_SPEC_STOP 0                             // per guess: where its walk from here stops (-1: the end)
+#define GT_SPEC_HEAD GT_CLASSES_MAX                // the slot's segment's head
+#define GT_SPEC_JUMP (GT_CLASSES_MAX + 1)          // the guess the run's walk jumped by from here (-1: none)
+#define GT_SPEC_NEXT (GT_CLASSES_MAX + 2)          // a head's: the next segment's head (-1: the run's start)
+#define GT_SPEC_LAST (GT_CLASSES_MAX + 3)          // entry i of the list of the long runs' last pieces
+
+// 2 u_top of slot t's table (0: none): the shifts that keep its classes are its multiples.
+__device__ __forceinline__ double table_modulus(const int* own_i) {
+    return own_i[1] > 0 ? ldexp((double)own_i[1], own_i[0] - 53) : 0.0;
+}
+
+// The largest |s| with v + s in v's binade for every multiple s of v's spacing (-1 for 0).
+__device__ __forceinline__ double binade_room(double v) {
+    const double size = fabs(v);
+    if (!(size > 0.0)) return -1.0;
+    const int e = binade_of(v);
+    const double low = size - ldexp(1.0, e - 1), high = ldexp(1.0, e) - size;  // exact (Sterbenz)
+    const double room = (low < high ? low : high) - ldexp(1.0, e - 53);
+    return room > 0.0 ? room : 0.0;
+}
+
+// by_table on a guess x, and the largest |s| (s a multiple of `modulus`, itself a multiple of the
+// table's) for which x + s gives y + s: every x within its estimate's error and binade, every sum
+// in its binade with its spacing dividing s. -1 where the table does not apply.
+__device__ double guess_step(const double* own_f, const int* own_i, const Front& out, const Front& in,
+                             const double* x, double* y) {
+    if (!by_table(own_f, own_i, out, in, x, y)) return -1.0;
+    const int e = own_i[0], classes = own_i[1];
+    const double modulus = table_modulus(own_i), error = own_f[GT_CF_ERROR];
+    double slack = binade_room(x[0]);
+    for (int g = 0; g < in.n; ++g) {
+        const double d = fabs(x[g] - own_f[GT_CF_ESTIMATE + g]);
+        const double range = (error - d) - ldexp(error + d, -50);  // below error - |x + s - estimate|
+        const double room = binade_room(x[g]);
+        slack = range < slack ? range : slack;
+        slack = room < slack ? room : slack;
+        const int cls = class_of(x[g], e, classes);
+        for (int p = 0; p < out.n; ++p) {
+            GT_STEP();
+            const double delta = own_f[GT_CF_TABLE + (GT_FRONT_MAX * p + g) * GT_CLASSES_MAX + cls];
+            if (delta == GT_NEG_INF) continue;
+            const double sum = x[g] + delta, sum_room = binade_room(sum);
+            if (sum_room < 0.0 || ldexp(1.0, binade_of(sum) - 53) > modulus) return -1.0;
+            slack = sum_room < slack ? sum_room : slack;
+        }
+    }
+    return slack > 0.0 ? slack : 0.0;
+}
+
+struct Segments {
+    const i64* slot_i;
+    i64 chunk_bytes, group;
+
+    __device__ __forceinline__ i64 group_of(i64 t) const { return slot_i[GT_SLOT_FIELDS * t] / chunk_bytes / group; }
+    __device__ __forceinline__ bool pending(i64 t) const {
+        return t >= 0 && slot_i[GT_SLOT_FIELDS * t + 4] == GT_SLOT_PENDING;
+    }
+    // Does pending slot t head its segment (the piece after it is the run's last or in another group)?
+    __device__ __forceinline__ bool head(i64 t) const {
+        const i64 next = slot_i[GT_SLOT_FIELDS * t + 2];
+        return !pending(next) || group_of(next) != group_of(t);
+    }
+};
+
+// Guess c's walks over the segment headed by slot k (segment_resolve's first part).
+__device__ void guess_segment(const Segments& sg, i64 k, int c, i64 n_anchors, const int* front_n, const int* front_off,
+                              const double* class_f, const int* class_i, double* spec_f, i64* spec_i) {
+    const i64* slot_i = sg.slot_i;
+    const i64 group = sg.group_of(k);
+    auto in_segment = [&](i64 t) { return sg.pending(t) && sg.group_of(t) == group; };
+    auto prev = [&](i64 t) { return slot_i[GT_SLOT_FIELDS * t + 3]; };
+    double modulus = 0.0;
+    i64 tail = k;
+    for (i64 t = k;; t = prev(t)) {
+        GT_STEP();
+        const double m = table_modulus(class_i + GT_CLASS_INTS * t);
+        modulus = m > modulus ? m : modulus;
+        if (c == 0) {
+            spec_i[GT_SPEC_INTS * t + GT_SPEC_HEAD] = k;
+            spec_i[GT_SPEC_INTS * t + GT_SPEC_JUMP] = -1;
+        }
+        tail = t;
+        if (!in_segment(prev(t))) break;
+    }
+    if (c == 0) {
+        spec_i[GT_SPEC_INTS * k + GT_SPEC_NEXT] = prev(tail);
+        spec_f[GT_SPEC_FLOATS * k + GT_SPEC_MODULUS] = modulus;
+    }
+    Front out, in;
+    for (i64 v = k; v >= 0;) {  // a walk from v, from a new guess
+        const double* own_f = class_f + GT_CLASS_FLOATS * v;
+        const int* own_i = class_i + GT_CLASS_INTS * v;
+        slot_fronts(front_n, front_off, n_anchors, v, slot_i[GT_SLOT_FIELDS * v + 2], &out, &in);
+        const double unit = ldexp(1.0, own_i[0] - 53);
+        double x[GT_FRONT_MAX], y[GT_FRONT_MAX];
+        i64 t = v, last = -1;  // the walk's stop, its last slot passed
+        if (own_i[1] > 0 && modulus > 0.0 && modulus <= GT_CLASSES_MAX * unit && c * unit < modulus) {
+            const double x0 = own_f[GT_CF_ESTIMATE];
+            const double base = floor(x0 / modulus) * modulus + c * unit;
+            for (int g = 0; g < in.n; ++g)
+                x[g] = base + rint((own_f[GT_CF_ESTIMATE + g] - x0) / modulus) * modulus;
+            while (true) {
+                GT_STEP();
+                double* here = spec_f + GT_SPEC_FLOATS * t;
+                for (int g = 0; g < in.n; ++g) here[GT_SPEC_X + GT_FRONT_MAX * c + g] = x[g];
+                const double slack = guess_step(class_f + GT_CLASS_FLOATS * t, class_i + GT_CLASS_INTS * t, out, in,
+                                                x, y);
+                if (slack < 0.0) break;
+                here[GT_SPEC_SLACK + c] = slack;
+                for (int p = 0; p < out.n; ++p) x[p] = y[p];
+                last = t;
+                if (!in_segment(prev(t))) {
+                    t = -1;
+                    break;
+                }
+                t = prev(t);
+                slot_fronts(front_n, front_off, n_anchors, t, slot_i[GT_SLOT_FIELDS * t + 2], &out, &in);
+            }
+        }
+        if (t < 0) {
+            for (int g = 0; g < GT_FRONT_MAX; ++g) spec_f[GT_SPEC_FLOATS * k + GT_SPEC_EXIT + GT_FRONT_MAX * c + g] = x[g];
+        } else {
+            spec_f[GT_SPEC_FLOATS * t + GT_SPEC_SLACK + c] = -1.0;
+        }
+        double slack = -GT_NEG_INF;  // each slot passed: the least slack from it to the stop
+        for (i64 u = last; u >= 0; u = u == v ? -1 : slot_i[GT_SLOT_FIELDS * u + 2]) {
+            GT_STEP();
+            double* here = spec_f + GT_SPEC_FLOATS * u;
+            slack = here[GT_SPEC_SLACK + c] < slack ? here[GT_SPEC_SLACK + c] : slack;
+            here[GT_SPEC_SLACK + c] = slack;
+            spec_i[GT_SPEC_INTS * u + GT_SPEC_STOP + c] = t;
+        }
+        v = t >= 0 && in_segment(prev(t)) ? prev(t) : -1;
+    }
+}
+
+// The guess whose x at slot t is the exact x + s for a shift s the jump allows (*shift), or -1.
+__device__ int matching_guess(const double* spec_f, i64 t, int n, const double* x, double modulus, double* shift) {
+    const double* here = spec_f + GT_SPEC_FLOATS * t;
+    for (int c = 0; c < GT_CLASSES_MAX; ++c) {
+        GT_STEP();
+        const double slack = __ldcg(here + GT_SPEC_SLACK + c);
+        if (!(slack >= 0.0) || !(modulus > 0.0)) continue;
+        const double s = x[0] - __ldcg(here + GT_SPEC_X + GT_FRONT_MAX * c);
+        bool same = fabs(s) <= slack && floor(s / modulus) * modulus == s;
+        for (int g = 0; g < n && same; ++g) {
+            const double guess = __ldcg(here + GT_SPEC_X + GT_FRONT_MAX * c + g);
+            same = guess + s == x[g] && exact_sum(guess, s, x[g]);
+        }
+        if (same) {
+            *shift = s;
+            return c;
+        }
+    }
+    return -1;
+}
+
+// Per thread: one guess for one segment (thread k * GT_CLASSES_MAX + c, slot k its head): its walks
+// (guess_segment). The launch's last block then walks each long run (a thread per run): from its end,
+// a jump per segment where a guess matches, else a step per piece (the table, or an exact solve where
+// it does not apply); the exact x of the pieces stepped over go to class_f, the jumps to spec_*.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_resolve(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                 const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
-                int jieba_mode, const u8* __restrict__ data, i64 n_anchors, const u64* __restrict__ counters,
-                const int* __restrict__ front_n, const int* __restrict__ front_off, i64* __restrict__ slot_i,
-                double* __restrict__ class_f, int* __restrict__ class_i, double* __restrict__ score,
+                int jieba_mode, const u8* __restrict__ data, i64 n_anchors, i64 n_slots, i64 chunk_bytes, i64 group,
+                u64* __restrict__ counters, const int* __restrict__ front_n, const int* __restrict__ front_off,
+                i64* __restrict__ slot_i, double* __restrict__ class_f, int* __restrict__ class_i,
+                double* __restrict__ spec_f, i64* __restrict__ spec_i, double* __restrict__ score,
                 int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
-    const i64 n_long = (i64)counters[2];
-    const i64 stride = (i64)gridDim.x * blockDim.x;
+    const i64 thread = global_thread_index();
+    const i64 k = thread / GT_CLASSES_MAX;
+    const int c = (int)(thread % GT_CLASSES_MAX);
+    const Segments sg = {slot_i, chunk_bytes, group};
+    if (k < n_slots) {
+        const i64 k_state = slot_i[GT_SLOT_FIELDS * k + 4];
+        if (k_state == GT_SLOT_EXACT && c == 0 && slot_i[GT_SLOT_FIELDS * k + 3] >= 0)  // a long run's last piece
+            spec_i[GT_SPEC_INTS * (i64)atomicAdd(&counters[4], 1ull) + GT_SPEC_LAST] = k;
+        if (k_state == GT_SLOT_PENDING && sg.head(k))
+            guess_segment(sg, k, c, n_anchors, front_n, front_off, class_f, class_i, spec_f, spec_i);
+    }
+    __shared__ int last_block;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last_block = atomicAdd(&counters[5], 1ull) == (u64)gridDim.x - 1;
+    __syncthreads();
+    if (!last_block) return;
+    __threadfence();
+    const i64 n_long = (i64)__ldcg(counters + 4);
     const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
-    for (i64 r = global_thread_index(); r < n_long; r += stride) {
-        const i64 first = n_anchors + r;
-        i64 last = first;
-        while (slot_i[GT_SLOT_FIELDS * last + 2] >= 0) {
-            GT_STEP();
-            last = slot_i[GT_SLOT_FIELDS * last + 2];
-        }
+    for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
+        const i64 last = __ldcg(spec_i + GT_SPEC_INTS * r + GT_SPEC_LAST);
         Front out, in;
         slot_fronts(front_n, front_off, n_anchors, last, -1, &out, &in);
         double x[GT_FRONT_MAX];  // exact values at the frontier of the piece before
         for (int p = 0; p < out.n; ++p) x[p] = score[slot_i[GT_SLOT_FIELDS * last] + out.off[p]];
-        for (i64 t = slot_i[GT_SLOT_FIELDS * last + 3]; t >= 0; t = slot_i[GT_SLOT_FIELDS * t + 3]) {
+        for (i64 t = slot_i[GT_SLOT_FIELDS * last + 3]; t >= 0;) {
             GT_STEP();
             i64* fields = slot_i + GT_SLOT_FIELDS * t;
             double* own_f = class_f + GT_CLASS_FLOATS * t;
             int* own_i = class_i + GT_CLASS_INTS * t;
             slot_fronts(front_n, front_off, n_anchors, t, fields[2], &out, &in);
+            const i64 head = __ldcg(spec_i + GT_SPEC_INTS * t + GT_SPEC_HEAD);
+            double s;
+            const int guess = matching_guess(spec_f, t, in.n, x,
+                                             __ldcg(spec_f + GT_SPEC_FLOATS * head + GT_SPEC_MODULUS), &s);
+            if (guess >= 0) {  // jump: x + s at the walk's stop
+#ifdef GT_DEBUG_SPEC
+                { double yy[GT_FRONT_MAX]; const bool okk = by_table(own_f, own_i, out, in, x, yy);
+                  const i64 st = __ldcg(spec_i + GT_SPEC_INTS * t + GT_SPEC_STOP + guess);
+                  printf("jump t=%lld guess=%d s=%g by_table=%d stop=%lld x0=%.17g\n", (long long)t, guess, s, (int)okk, (long long)st, x[0]); }
+#endif
+                spec_i[GT_SPEC_INTS * t + GT_SPEC_JUMP] = guess;
+                spec_f[GT_SPEC_FLOATS * t + GT_SPEC_SHIFT] = s;
+                const i64 stop = __ldcg(spec_i + GT_SPEC_INTS * t + GT_SPEC_STOP + guess);
+                const double* to = stop >= 0 ? spec_f + GT_SPEC_FLOATS * stop + GT_SPEC_X
+                                             : spec_f + GT_SPEC_FLOATS * head + GT_SPEC_EXIT;
+                for (int g = 0; g < GT_FRONT_MAX; ++g) x[g] = __ldcg(to + GT_FRONT_MAX * guess + g) + s;
+                t = stop >= 0 ? stop : __ldcg(spec_i + GT_SPEC_INTS * head + GT_SPEC_NEXT);
+                continue;
+            }
             for (int g = 0; g < in.n; ++g) own_f[GT_CF_EXACT + g] = x[g];
             double y[GT_FRONT_MAX];
+#ifdef GT_DEBUG_SPEC
+            printf("step t=%lld x0=%.17g classes=%d\n", (long long)t, x[0], own_i[1]);
+#endif
             if (by_table(own_f, own_i, out, in, x, y)) {
                 fields[4] = GT_SLOT_CERTAIN;
             } else {
@@ -800,28 +1022,45 @@ segment_resolve(const int* __restrict__ state, const int* __restrict__ check, co
                 fields[4] = GT_SLOT_EXACT;
             }
             for (int p = 0; p < out.n; ++p) x[p] = y[p];
+            t = fields[3];
         }
     }
 }
 
-// Per thread: one piece whose exact frontier values segment_resolve found: one solve and its path
-// (or, where it starts at a forced cut, where the path from each entry leaves it). The launch's last
-// block then walks each long run that has forced cuts (a thread per run, a step per piece): each
-// piece's entry from the earlier pieces' exits, for segment_paths.
+// Per thread: one piece whose exact frontier values segment_resolve found (stepped over: class_f's;
+// jumped over: its guess's + the jump's shift, from the jump before it in its segment): one solve
+// and its path (or, where it starts at a forced cut, where the path from each entry leaves it). The
+// launch's last block then walks each long run that has forced cuts (a thread per run, a step per
+// piece): each piece's entry from the earlier pieces' exits, for segment_paths.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_finish(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
                int jieba_mode, const u8* __restrict__ data, i64 n_anchors, i64 n_slots,
-               const int* __restrict__ front_n, const int* __restrict__ front_off, const i64* __restrict__ slot_i,
-               const double* __restrict__ class_f, int* __restrict__ class_i, u64* __restrict__ counters,
-               double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
+               const int* __restrict__ front_n, const int* __restrict__ front_off, i64* __restrict__ slot_i,
+               const double* __restrict__ class_f, int* __restrict__ class_i, const double* __restrict__ spec_f,
+               const i64* __restrict__ spec_i, u64* __restrict__ counters, double* __restrict__ score,
+               int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
     const i64 k = global_thread_index();
     Front out, in;
-    if (k < n_slots && slot_i[GT_SLOT_FIELDS * k + 4] == GT_SLOT_CERTAIN) {
+    const i64 k_state = k < n_slots ? slot_i[GT_SLOT_FIELDS * k + 4] : GT_SLOT_NONE;
+    if (k_state == GT_SLOT_CERTAIN || k_state == GT_SLOT_PENDING) {
         const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
         const i64 a = slot_i[GT_SLOT_FIELDS * k], b = slot_i[GT_SLOT_FIELDS * k + 1];
         slot_fronts(front_n, front_off, n_anchors, k, slot_i[GT_SLOT_FIELDS * k + 2], &out, &in);
-        solve_front(m, data, a, b, in, class_f + GT_CLASS_FLOATS * k + GT_CF_EXACT, score, length, ids);
+        double x[GT_FRONT_MAX];
+        for (int g = 0; g < in.n; ++g) x[g] = class_f[GT_CLASS_FLOATS * k + GT_CF_EXACT + g];
+        if (k_state == GT_SLOT_PENDING) {  // jumped over
+            i64 t = k;
+            while (spec_i[GT_SPEC_INTS * t + GT_SPEC_JUMP] < 0) {
+                GT_STEP();
+                t = slot_i[GT_SLOT_FIELDS * t + 2];
+            }
+            const int guess = (int)spec_i[GT_SPEC_INTS * t + GT_SPEC_JUMP];
+            const double s = spec_f[GT_SPEC_FLOATS * t + GT_SPEC_SHIFT];
+            for (int g = 0; g < in.n; ++g) x[g] = spec_f[GT_SPEC_FLOATS * k + GT_SPEC_X + GT_FRONT_MAX * guess + g] + s;
+            slot_i[GT_SLOT_FIELDS * k + 4] = GT_SLOT_CERTAIN;
+        }
+        solve_front(m, data, a, b, in, x, score, length, ids);
         after_solve(a, b, out, in, length, path, class_i + GT_CLASS_INTS * k + 2);
     }
     __shared__ int last_block;
@@ -834,9 +1073,9 @@ segment_finish(const int* __restrict__ state, const int* __restrict__ check, con
     const i64 n_long = (i64)counters[2];
     for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
         i64 entry = 0;
-        for (i64 t = n_anchors + r; t >= 0; t = slot_i[GT_SLOT_FIELDS * t + 2]) {
+        for (i64 t = n_anchors + r; t >= 0; t = __ldcg(slot_i + GT_SLOT_FIELDS * t + 2)) {
             GT_STEP();
-            slot_fronts(front_n, front_off, n_anchors, t, slot_i[GT_SLOT_FIELDS * t + 2], &out, &in);
+            slot_fronts(front_n, front_off, n_anchors, t, __ldcg(slot_i + GT_SLOT_FIELDS * t + 2), &out, &in);
             class_i[GT_CLASS_INTS * t + 2 + GT_FRONT_MAX] = (int)entry;
             const int at = front_index(out, entry);
             entry = in.n > 1 && at >= 0 ? __ldcg(class_i + GT_CLASS_INTS * t + 2 + at) : 0;

@@ -113,6 +113,15 @@ FRONT_MAX = 4
 CLASSES_MAX = 8
 CLASS_FLOATS = 2 * FRONT_MAX + 1 + FRONT_MAX * FRONT_MAX * (CLASSES_MAX + 1)
 CLASS_INTS = 3 + FRONT_MAX
+# segment_resolve's guesses per slot (GT_SPEC_FLOATS, GT_SPEC_INTS).
+SPEC_FLOATS = 2 * CLASSES_MAX * FRONT_MAX + CLASSES_MAX + 2
+SPEC_INTS = CLASSES_MAX + 4
+
+
+def group_anchors(n_anchors: int) -> int:
+    """Anchors per group of segment_resolve's segments: the power of two next to sqrt(n_anchors), so
+    a guess walks at most that many pieces and a run's walk jumps over about as many segments."""
+    return 1 << max(1, (max(n_anchors - 1, 0).bit_length() + 1) // 2)
 
 
 def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any, data: Any, offsets: Any,
@@ -135,11 +144,11 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
     n_anchors = blocks_for(n, chunk) if max_word_bytes is not None else 0
     n_anchors = n_anchors if n_anchors > 1 else 0  # anchor 0 cuts nothing: a batch within a chunk is whole runs
     # one zeroed buffer (one launch): the counters (runs, segment_pieces' finished blocks, long runs,
-    # segment_finish's finished blocks), the flags
-    # (2 n + 2 bytes) and the path (n + 1 bytes)
-    zeroed = xp.zeros(4 + (3 * (n + 1) + 7) // 8, xp.uint64)
-    counters = zeroed[:4]
-    marks = zeroed[4:].view(xp.uint8)[:3 * (n + 1)]
+    # segment_finish's finished blocks, long runs' last pieces, segment_resolve's finished blocks), the
+    # flags (2 n + 2 bytes) and the path (n + 1 bytes)
+    zeroed = xp.zeros(6 + (3 * (n + 1) + 7) // 8, xp.uint64)
+    counters = zeroed[:6]
+    marks = zeroed[6:].view(xp.uint8)[:3 * (n + 1)]
     flags, path = marks[:2 * (n + 1)], marks[2 * (n + 1):]
     ids = xp.empty(n, xp.int32)
     runs = xp.empty(max(n, 1), xp.int64)
@@ -167,11 +176,14 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
         launch(rt.function("segment", "segment_settle"), blocks_for(n_slots * FRONT_MAX * CLASSES_MAX, BLOCK),
                (*model, np.float64(tail_score), np.float64(weight_bound), jieba, data, offsets, i64(n_rows),
                 i64(n_anchors), i64(n_slots), *fronts, slot_f, slot_i, score, length, class_f, class_i))
-        launch(rt.function("segment", "segment_resolve"), min(blocks_for(n_anchors, BLOCK), LIST_BLOCKS),
-               (*model, jieba, data, i64(n_anchors), counters, *fronts, slot_i, class_f, class_i, *scratch))
+        spec_f = xp.empty(SPEC_FLOATS * n_slots, xp.float64)
+        spec_i = xp.empty(SPEC_INTS * n_slots, xp.int64)
+        launch(rt.function("segment", "segment_resolve"), blocks_for(n_slots * CLASSES_MAX, BLOCK),
+               (*model, jieba, data, i64(n_anchors), i64(n_slots), i64(chunk), i64(group_anchors(n_anchors)),
+                counters, *fronts, slot_i, class_f, class_i, spec_f, spec_i, *scratch))
         launch(rt.function("segment", "segment_finish"), blocks_for(n_slots, BLOCK),
-               (*model, jieba, data, i64(n_anchors), i64(n_slots), *fronts, slot_i, class_f, class_i, counters,
-                *scratch))
+               (*model, jieba, data, i64(n_anchors), i64(n_slots), *fronts, slot_i, class_f, class_i, spec_f,
+                spec_i, counters, *scratch))
         launch(rt.function("segment", "segment_paths"), blocks_for(n_anchors, BLOCK),
                (i64(n_anchors), front_n, slot_i, class_i, length, path))
     launch(rt.function("segment", "segment_words"), blocks_for(n, BLOCK),
