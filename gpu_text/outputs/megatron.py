@@ -105,16 +105,19 @@ class MegatronWriter:
 
     def write(self, ids: RaggedArray, starts: RaggedArray | None, ends: RaggedArray | None) -> None:
         """Append the rows of ``ids`` (host arrays), a document each; spans are not stored."""
-        values, lengths = np.asarray(ids.values), np.asarray(ids.lengths)
-        if values.size and (int(values.min()) < 0 or int(values.max()) >= self.limit):
-            bad = values[(values < 0) | (values >= self.limit)][0]
-            raise ValueError(f"token id {bad} does not fit this dataset's {self.dtype} tokens "
+        from gpu_text.backend import get_backend
+
+        values, lengths = np.ascontiguousarray(ids.values, np.int32), np.asarray(ids.lengths)
+        tokens = np.empty(values.size, self.dtype)
+        bad = int(get_backend("cpu").op("token_ids", "narrow_ids")(values, self.limit, tokens))
+        if bad >= 0:
+            raise ValueError(f"token id {values[bad]} does not fit this dataset's {self.dtype} tokens "
                              f"(vocabulary of {self.limit} ids)")
         if self.eod_id is not None:
-            values, lengths = append_to_rows(values, lengths, self.eod_id)
+            tokens, lengths = append_to_rows(tokens, lengths, self.eod_id)
         if lengths.size and int(lengths.max()) > _MAX_LENGTH:
             raise ValueError(f"a document of {int(lengths.max())} tokens is longer than an index entry holds")
-        self.bin.write(memoryview(np.ascontiguousarray(values, self.dtype)))  # no bytes copy of the tokens
+        self.bin.write(memoryview(tokens))  # no bytes copy of the tokens
         present = lengths > 0
         self.lengths.write(lengths[present].astype("<i4").tobytes())
         self.document_index.write((self.sequences + np.cumsum(present, dtype=np.int64)).astype("<i8").tobytes())
