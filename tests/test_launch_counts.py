@@ -29,13 +29,17 @@ BOUNDS = {
     "encode": (24, 2, 2),  # was (62, 11, 15) before the per-byte pre-token marks and device-resident tables
     "segment": (10, 1, 2),  # was (100, 20, 3) before the fused kernels (cuda/segment.cu's segment_*)
     "crf_decode": (2, 1, 6),  # was (2, 1, 8) before the weights stayed on the device
+    # the lattice models, was (85, 14, 3) and (116, 19, 4) on the staged path (pre-token lists, host reads)
+    "encode_unigram": (17, 3, 2),
+    "encode_bytepiece": (25, 3, 2),
 }
 # The issue's targets: (≤ 25 launches, ≤ 3 syncs, 0 table uploads after the first call).
 TARGET_LAUNCHES, TARGET_SYNCS = 25, 3
 # Inputs that every call must upload (the batch's bytes and offsets), not tables.
 # (the CRF's encoded features are its input: six arrays).
-INPUT_UPLOADS = {"encode": 2, "segment": 2, "crf_decode": 6}
-TARGETS = {"encode": (True, True, True), "segment": (True, True, True), "crf_decode": (True, True, True)}
+INPUT_UPLOADS = {"encode": 2, "segment": 2, "crf_decode": 6, "encode_unigram": 2, "encode_bytepiece": 2}
+TARGETS = {"encode": (True, True, True), "segment": (True, True, True), "crf_decode": (True, True, True),
+           "encode_unigram": (True, True, True), "encode_bytepiece": (True, True, True)}
 
 
 def backend():
@@ -136,3 +140,45 @@ def test_crf_decode_counts():
                               or pytest.fail("the counting backend changed the labels"))
     assert second.launches >= 1
     check_bounds("crf_decode", *report("crf_decode", first, second), second)
+
+
+def check_encode_counts(name: str, tok) -> None:
+    """``tok.encode`` on 60 lines of each sample, with and then without offsets: the emulated
+    device's ids and spans are the CPU's; the counts of the second call without offsets (as for
+    BPE; offsets add four array ops) are within ``BOUNDS[name]``."""
+    lines = list(sample_lines("en-kjv.txt", 60) + sample_lines("zh-hongloumeng.txt", 60))
+    want = tok.encode(lines, backend="cpu", with_offsets=True)
+    be = backend()
+    for with_offsets in (True, False):
+        def check(enc, with_offsets=with_offsets):
+            same = enc.ids.to_pylist() == want.ids.to_pylist() and (not with_offsets or (
+                enc.starts.to_pylist() == want.starts.to_pylist() and enc.ends.to_pylist() == want.ends.to_pylist()))
+            assert same, "the counting backend changed the ids or spans"
+
+        first, second = two_calls(lambda: tok.encode(lines, backend=be, with_offsets=with_offsets), check)
+    assert second.launches >= 6  # normalizer, trie and lattice kernels all ran
+    check_bounds(name, *report(name, first, second), second)
+
+
+def test_unigram_encode_counts(tmp_path):
+    """A SentencePiece Unigram ``.model`` (trained here on the samples, 3000 pieces)."""
+    import io
+
+    spm = pytest.importorskip("sentencepiece")
+    from gpu_text.tokenizer import Tokenizer
+
+    text = [line for name in ("en-kjv.txt", "zh-hongloumeng.txt") for line in sample_lines(name, 400)]
+    blob = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(text), model_writer=blob, model_type="unigram",
+                                   vocab_size=3000, num_threads=1, minloglevel=2, hard_vocab_limit=False,
+                                   character_coverage=0.98)
+    (tmp_path / "u.model").write_bytes(blob.getvalue())
+    check_encode_counts("encode_unigram", Tokenizer.from_file(tmp_path / "u.model"))
+
+
+def test_bytepiece_encode_counts():
+    """A BytePiece model of the samples' frequent n-grams, split "isolate" with digits split."""
+    from tests.test_bytepiece import counted_model, tokenizer
+
+    text = list(sample_lines("en-kjv.txt", 200) + sample_lines("zh-hongloumeng.txt", 200))
+    check_encode_counts("encode_bytepiece", tokenizer(counted_model(text, 2000), 1, True))
