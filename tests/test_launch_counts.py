@@ -32,14 +32,17 @@ BOUNDS = {
     # the lattice models, was (85, 14, 3) and (116, 19, 4) on the staged path (pre-token lists, host reads)
     "encode_unigram": (17, 3, 2),
     "encode_bytepiece": (25, 3, 2),
+    "encode_split_none": (19, 2, 2),  # BPE with split="none"; was (32, 7, 2) before its marks (each text's start)
 }
 # The issue's targets: (≤ 25 launches, ≤ 3 syncs, 0 table uploads after the first call).
 TARGET_LAUNCHES, TARGET_SYNCS = 25, 3
 # Inputs that every call must upload (the batch's bytes and offsets), not tables.
 # (the CRF's encoded features are its input: six arrays).
-INPUT_UPLOADS = {"encode": 2, "segment": 2, "crf_decode": 6, "encode_unigram": 2, "encode_bytepiece": 2}
+INPUT_UPLOADS = {"encode": 2, "segment": 2, "crf_decode": 6, "encode_unigram": 2, "encode_bytepiece": 2,
+                 "encode_split_none": 2}
 TARGETS = {"encode": (True, True, True), "segment": (True, True, True), "crf_decode": (True, True, True),
-           "encode_unigram": (True, True, True), "encode_bytepiece": (True, True, True)}
+           "encode_unigram": (True, True, True), "encode_bytepiece": (True, True, True),
+           "encode_split_none": (True, True, True)}
 
 
 def backend():
@@ -182,3 +185,13 @@ def test_bytepiece_encode_counts():
 
     text = list(sample_lines("en-kjv.txt", 200) + sample_lines("zh-hongloumeng.txt", 200))
     check_encode_counts("encode_bytepiece", tokenizer(counted_model(text, 2000), 1, True))
+
+
+def test_bpe_split_none_encode_counts():
+    """BPE with ``split="none"`` (each text one pre-token, as a SentencePiece BPE ``.model`` whose
+    pieces hold inner spaces): the fused path, the pre-tokens marked at each text's start."""
+    from gpu_text.tokenizer import PreTokenizer, Tokenizer
+
+    base = Tokenizer.from_model_file(MODEL)
+    check_encode_counts("encode_split_none", Tokenizer(base.model, base.normalizer, PreTokenizer("none"),
+                                                       base.bos_id, base.eos_id, base.pad_id))

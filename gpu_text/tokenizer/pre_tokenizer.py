@@ -320,16 +320,22 @@ class PreTokenizer:
 
     def marks(self, texts: TextBatch, backend: str | Backend | None = None) -> Any:
         """Per byte of ``texts.data`` (a batch on the backend's device): 0, or at every pre-token
-        start 1 + the DFA symbol of its first character; the same pre-tokens as
-        :meth:`pre_tokenize`, without a host read. For the split alone: not for ``split="none"``
-        nor a dictionary ``cn`` (``ValueError``).
+        start 1 + the DFA symbol of its first character (with ``split="none"``: 1 at every text's
+        first byte); the same pre-tokens as :meth:`pre_tokenize`, without a host read. For the split
+        alone: not for a dictionary ``cn`` (``ValueError``).
 
         >>> PreTokenizer().marks(TextBatch.from_strings(["ab▁c", "1"]), "cpu").tolist()
         [4, 0, 2, 0, 0, 0, 3]
+        >>> PreTokenizer("none").marks(TextBatch.from_strings(["ab▁c", "", "1"]), "cpu").tolist()
+        [1, 0, 0, 0, 0, 0, 1]
         """
-        if self.split == "none" or self.segmenter is not None:
-            raise ValueError("PreTokenizer.marks covers the split alone: not split='none' nor a dictionary cn")
+        if self.segmenter is not None:
+            raise ValueError("PreTokenizer.marks covers the split alone: not a dictionary cn")
         be = get_backend(backend)
+        if self.split == "none":  # no kernel: a mark at each text's start (one past the data for empty last texts)
+            marks = be.xp.zeros(texts.data.size + 1, be.xp.uint8)
+            marks[texts.offsets[:-1]] = 1
+            return marks[:-1]
         return be.op("pre_tokenizer", "pretokenize_marks")(texts.data, texts.offsets, self.device_dfa(be))
 
     def device_dfa(self, backend: str | Backend | None = None) -> PreTokenDFA:

@@ -165,15 +165,16 @@ class Tokenizer:
 
     def _encode_stages(self, batch: TextBatch, be: Backend, with_offsets: bool
                        ) -> tuple[RaggedArray, RaggedArray | None, RaggedArray | None]:
-        """Each stage over the whole batch (the GPU's way: one kernel per stage). For BPE without
-        user symbols and a dictionary cutter, the pre-tokens stay per-byte marks on the device, and
-        a call reads the device twice (the normalized size, the number of ids)."""
+        """Each stage over the whole batch (the GPU's way: one kernel per stage). Without user
+        symbols and a dictionary cutter, the pre-tokens stay per-byte marks on the device (the
+        lattice models take ``split="none"`` rows whole), and a call reads the device twice for BPE
+        (the normalized size, the number of ids), three times for the lattice models (and the
+        number of edges)."""
         normalized = self.normalizer.normalize(batch, be, with_alignment=with_offsets)
         text = normalized.text
         pre_tokenizer = self.pre_tokenizer
         marked = getattr(self.model, "encode_marked", None)  # BPE's; the other models take starts and ends
-        if marked is not None and self.user_symbols is None and pre_tokenizer.segmenter is None \
-                and pre_tokenizer.split != "none":
+        if marked is not None and self.user_symbols is None and pre_tokenizer.segmenter is None:
             marks = pre_tokenizer.marks(text, be)
             values, id_starts, id_ends, row_offsets = marked(text.data, text.offsets, marks, be)
             ids = RaggedArray(values, row_offsets, check=False)
