@@ -10,7 +10,10 @@ unknown id where a BYTE piece is missing). The seed reads at most 16 prefix matc
 (``kMaxNumResults``); so does this model (``max_edges_per_start``).
 
 Kernels: the trie's prefix search (``cuda/trie.cu``) finds the edges, ``cuda/lattice.cu`` (one
-thread per pre-token, linear in its bytes and edges) and its Numba twin solve the paths.
+thread per pre-token, linear in its bytes and edges) and its Numba twin solve the paths;
+:meth:`BytePieceModel.encode_rows` runs them with the fallback characters' ids
+(``cuda/lattice_tokens.cu``) as one op from the pre-tokenizer's per-byte marks, without a host
+read between them.
 """
 from __future__ import annotations
 

@@ -31,8 +31,9 @@ class BytePiece(Tokenizer):
 
     def encode(self, texts: Any, backend: str | Backend | None = None, with_offsets: bool = False,
                add_bos: bool = False, add_eos: bool = False) -> Encoding:
-        """Encode a batch (``TextBatch``, pyarrow strings, or a list of str/bytes): stage by stage
-        (the BPE model's fused CPU row encoder does not apply), halving batches on GPU out-of-memory.
+        """Encode a batch (``TextBatch``, pyarrow strings, or a list of str/bytes): the normalizer,
+        the pre-tokenizer's marks, then the model's one op (:meth:`BytePieceModel.encode_rows`; the
+        BPE model's fused CPU row encoder does not apply), halving batches on GPU out-of-memory.
 
         >>> model = BytePieceModel(["<unk>", "a", "ab"], [0.0, 1.0, 1.0], [2, 1, 1])
         >>> e = BytePiece(model, Normalizer(), PreTokenizer()).encode(["abab a"], with_offsets=True)
