@@ -781,18 +781,26 @@ __device__ __forceinline__ void after_solve(i64 a, i64 b, const Front& out, cons
 // class and each comparison the same. segment_finish gives each piece jumped over its x (its guess's
 // + s) and solves it. A run's walk: a step per segment when every guess matches; the pieces where no
 // guess applies (the run's end, binade edges) one step each, as before.
-#define GT_SPEC_FLOATS (2 * GT_CLASSES_MAX * GT_FRONT_MAX + GT_CLASSES_MAX + 2)
+#define GT_GUESSES 16  // per segment: residues of x_0 times variants of the other positions
+#define GT_SPEC_FLOATS (2 * GT_GUESSES * GT_FRONT_MAX + 2 * GT_GUESSES + GT_FRONT_MAX + 1)
 #define GT_SPEC_X 0                                               // guess c's x here, per position
-#define GT_SPEC_SLACK (GT_CLASSES_MAX * GT_FRONT_MAX)              // per guess (< 0: none)
-#define GT_SPEC_EXIT (GT_SPEC_SLACK + GT_CLASSES_MAX)              // a head's: guess c's x after the segment
-#define GT_SPEC_SHIFT (GT_SPEC_EXIT + GT_CLASSES_MAX * GT_FRONT_MAX)  // a jump's s
-#define GT_SPEC_MODULUS (GT_SPEC_SHIFT + 1)                       // a head's: the largest 2 u_top of its pieces
-#define GT_SPEC_INTS (GT_CLASSES_MAX + 4)
+#define GT_SPEC_SLACK (GT_GUESSES * GT_FRONT_MAX)              // per guess (< 0: none)
+#define GT_SPEC_GAP (GT_SPEC_SLACK + GT_GUESSES)               // per guess: the least winner's lead
+#define GT_SPEC_EXIT (GT_SPEC_GAP + GT_GUESSES)                // a head's: guess c's x after the segment
+#define GT_SPEC_SHIFT (GT_SPEC_EXIT + GT_GUESSES * GT_FRONT_MAX)  // a jump's s, per position
+#define GT_SPEC_MODULUS (GT_SPEC_SHIFT + GT_FRONT_MAX)            // a head's: the largest 2 u_top of its pieces
+#define GT_SPEC_INTS (3 * GT_GUESSES + 4)
 #define GT_SPEC_STOP 0                             // per guess: where its walk from here stops (-1: the end)
-#define GT_SPEC_HEAD GT_CLASSES_MAX                // the slot's segment's head
-#define GT_SPEC_JUMP (GT_CLASSES_MAX + 1)          // the guess the run's walk jumped by from here (-1: none)
-#define GT_SPEC_NEXT (GT_CLASSES_MAX + 2)          // a head's: the next segment's head (-1: the run's start)
-#define GT_SPEC_LAST (GT_CLASSES_MAX + 3)          // entry i of the list of the long runs' last pieces
+#define GT_SPEC_WINNERS GT_GUESSES             // per guess: the piece's winners (below)
+#define GT_SPEC_ROUTE (2 * GT_GUESSES)         // per guess: the winners composed from here to the stop
+#define GT_SPEC_HEAD (3 * GT_GUESSES)          // the slot's segment's head
+#define GT_SPEC_JUMP (3 * GT_GUESSES + 1)      // the guess the run's walk jumped by from here (-1: none)
+#define GT_SPEC_NEXT (3 * GT_GUESSES + 2)      // a head's: the next segment's head (-1: the run's start)
+#define GT_SPEC_LAST (3 * GT_GUESSES + 3)      // entry i of the list of the long runs' last pieces
+// A frontier's positions may shift apart (s_f per position): the piece's value at its position p is
+// then its winner's sum (the entry f it comes from, 2 bits of `winners` per p) + s_f, as long as the
+// shifts' spread stays below each winner's lead over the other sums at p (`gap`).
+__device__ __forceinline__ int winner_of(i64 winners, int p) { return (int)(winners >> (2 * p)) & 3; }
 
 // 2 u_top of slot t's table (0: none): the shifts that keep its classes are its multiples.
 __device__ __forceinline__ double table_modulus(const int* own_i) {
@@ -809,11 +817,12 @@ __device__ __forceinline__ double binade_room(double v) {
     return room > 0.0 ? room : 0.0;
 }
 
-// by_table on a guess x, and the largest |s| (s a multiple of `modulus`, itself a multiple of the
-// table's) for which x + s gives y + s: every x within its estimate's error and binade, every sum
-// in its binade with its spacing dividing s. -1 where the table does not apply.
+// by_table on a guess x, and the largest |s_f| (each a multiple of `modulus`, itself a multiple of
+// the table's) for which x_f + s_f give y_p + s_(winner at p): every x within its estimate's error
+// and binade, every sum in its binade with its spacing dividing s; *gap the least lead of a winner
+// (the shifts' spread must stay below it), *winners each position's. -1 where the table does not apply.
 __device__ double guess_step(const double* own_f, const int* own_i, const Front& out, const Front& in,
-                             const double* x, double* y) {
+                             const double* x, double* y, double* gap, i64* winners) {
     if (!by_table(own_f, own_i, out, in, x, y)) return -1.0;
     const int e = own_i[0], classes = own_i[1];
     const double modulus = table_modulus(own_i), error = own_f[GT_CF_ERROR];
@@ -824,15 +833,27 @@ __device__ double guess_step(const double* own_f, const int* own_i, const Front&
         const double room = binade_room(x[g]);
         slack = range < slack ? range : slack;
         slack = room < slack ? room : slack;
-        const int cls = class_of(x[g], e, classes);
-        for (int p = 0; p < out.n; ++p) {
+    }
+    *gap = -GT_NEG_INF;
+    *winners = 0;
+    for (int p = 0; p < out.n; ++p) {
+        int winner = -1;
+        for (int g = 0; g < in.n; ++g) {
             GT_STEP();
-            const double delta = own_f[GT_CF_TABLE + (GT_FRONT_MAX * p + g) * GT_CLASSES_MAX + cls];
+            const double delta = own_f[GT_CF_TABLE + (GT_FRONT_MAX * p + g) * GT_CLASSES_MAX + class_of(x[g], e, classes)];
             if (delta == GT_NEG_INF) continue;
             const double sum = x[g] + delta, sum_room = binade_room(sum);
             if (sum_room < 0.0 || ldexp(1.0, binade_of(sum) - 53) > modulus) return -1.0;
             slack = sum_room < slack ? sum_room : slack;
+            if (sum == y[p] && winner < 0) {
+                winner = g;
+            } else {  // its lead (rounded down where inexact)
+                const double d = y[p] - sum;
+                const double lead = exact_sum(sum, d, y[p]) && sum + d == y[p] ? d : d - ldexp(d, -50);
+                *gap = lead < *gap ? lead : *gap;
+            }
         }
+        *winners |= (i64)winner << (2 * p);
     }
     return slack > 0.0 ? slack : 0.0;
 }
@@ -884,19 +905,28 @@ __device__ void guess_segment(const Segments& sg, i64 k, int c, i64 n_anchors, c
         const double unit = ldexp(1.0, own_i[0] - 53);
         double x[GT_FRONT_MAX], y[GT_FRONT_MAX];
         i64 t = v, last = -1;  // the walk's stop, its last slot passed
-        if (own_i[1] > 0 && modulus > 0.0 && modulus <= GT_CLASSES_MAX * unit && c * unit < modulus) {
+        // guess c: residue c % K of x_0 (K residues of the modulus, next to its estimate), the other
+        // positions x_0 + their estimates' difference, moved by 0, +1, -1, +2, ... units (variant c / K)
+        const int residues = modulus > 0.0 && modulus <= GT_CLASSES_MAX * unit ? (int)(modulus / unit) : 0;
+        const int variant = residues ? c / residues : 0;
+        if (own_i[1] > 0 && residues && (in.n > 1 || variant == 0)) {
             const double x0 = own_f[GT_CF_ESTIMATE];
-            const double base = floor(x0 / modulus) * modulus + c * unit;
+            const double base = floor(x0 / modulus) * modulus + (c % residues) * unit;
+            const double moved = ((variant + 1) / 2) * (variant & 1 ? unit : -unit);
             for (int g = 0; g < in.n; ++g)
-                x[g] = base + rint((own_f[GT_CF_ESTIMATE + g] - x0) / modulus) * modulus;
+                x[g] = base + (g ? rint((own_f[GT_CF_ESTIMATE + g] - x0) / unit) * unit + moved : 0.0);
             while (true) {
                 GT_STEP();
                 double* here = spec_f + GT_SPEC_FLOATS * t;
                 for (int g = 0; g < in.n; ++g) here[GT_SPEC_X + GT_FRONT_MAX * c + g] = x[g];
+                double gap;
+                i64 winners;
                 const double slack = guess_step(class_f + GT_CLASS_FLOATS * t, class_i + GT_CLASS_INTS * t, out, in,
-                                                x, y);
+                                                x, y, &gap, &winners);
                 if (slack < 0.0) break;
                 here[GT_SPEC_SLACK + c] = slack;
+                here[GT_SPEC_GAP + c] = gap;
+                spec_i[GT_SPEC_INTS * t + GT_SPEC_WINNERS + c] = winners;
                 for (int p = 0; p < out.n; ++p) x[p] = y[p];
                 last = t;
                 if (!in_segment(prev(t))) {
@@ -912,40 +942,50 @@ __device__ void guess_segment(const Segments& sg, i64 k, int c, i64 n_anchors, c
         } else {
             spec_f[GT_SPEC_FLOATS * t + GT_SPEC_SLACK + c] = -1.0;
         }
-        double slack = -GT_NEG_INF;  // each slot passed: the least slack from it to the stop
+        // each slot passed: the least slack and gap from it to the stop, the winners composed
+        double slack = -GT_NEG_INF, gap = -GT_NEG_INF;
+        i64 route = 0xE4;  // position p of the stop comes from position route's p here (identity)
         for (i64 u = last; u >= 0; u = u == v ? -1 : slot_i[GT_SLOT_FIELDS * u + 2]) {
             GT_STEP();
             double* here = spec_f + GT_SPEC_FLOATS * u;
             slack = here[GT_SPEC_SLACK + c] < slack ? here[GT_SPEC_SLACK + c] : slack;
+            gap = here[GT_SPEC_GAP + c] < gap ? here[GT_SPEC_GAP + c] : gap;
             here[GT_SPEC_SLACK + c] = slack;
+            here[GT_SPEC_GAP + c] = gap;
+            const i64 winners = spec_i[GT_SPEC_INTS * u + GT_SPEC_WINNERS + c];
+            i64 composed = 0;
+            for (int p = 0; p < GT_FRONT_MAX; ++p) composed |= (i64)winner_of(winners, winner_of(route, p)) << (2 * p);
+            route = composed;
+            spec_i[GT_SPEC_INTS * u + GT_SPEC_ROUTE + c] = route;
             spec_i[GT_SPEC_INTS * u + GT_SPEC_STOP + c] = t;
         }
         v = t >= 0 && in_segment(prev(t)) ? prev(t) : -1;
     }
 }
 
-// The guess whose x at slot t is the exact x + s for a shift s the jump allows (*shift), or -1.
+// The guess whose x at slot t is the exact x + shift (per position) for shifts the jump allows, or -1.
 __device__ int matching_guess(const double* spec_f, i64 t, int n, const double* x, double modulus, double* shift) {
     const double* here = spec_f + GT_SPEC_FLOATS * t;
-    for (int c = 0; c < GT_CLASSES_MAX; ++c) {
-        GT_STEP();
+    for (int c = 0; c < GT_GUESSES; ++c) {
         const double slack = __ldcg(here + GT_SPEC_SLACK + c);
         if (!(slack >= 0.0) || !(modulus > 0.0)) continue;
-        const double s = x[0] - __ldcg(here + GT_SPEC_X + GT_FRONT_MAX * c);
-        bool same = fabs(s) <= slack && floor(s / modulus) * modulus == s;
+        bool same = true;
+        double low = 0.0, high = 0.0;
         for (int g = 0; g < n && same; ++g) {
-            const double guess = __ldcg(here + GT_SPEC_X + GT_FRONT_MAX * c + g);
-            same = guess + s == x[g] && exact_sum(guess, s, x[g]);
+            GT_STEP();
+            const double guess = __ldcg(here + GT_SPEC_X + GT_FRONT_MAX * c + g), s = x[g] - guess;
+            same = guess + s == x[g] && exact_sum(guess, s, x[g]) && fabs(s) <= slack &&
+                   floor(s / modulus) * modulus == s;
+            low = g == 0 || s < low ? s : low;
+            high = g == 0 || s > high ? s : high;
+            shift[g] = s;
         }
-        if (same) {
-            *shift = s;
-            return c;
-        }
+        if (same && high - low <= __ldcg(here + GT_SPEC_GAP + c)) return c;
     }
     return -1;
 }
 
-// Per thread: one guess for one segment (thread k * GT_CLASSES_MAX + c, slot k its head): its walks
+// Per thread: one guess for one segment (thread k * GT_GUESSES + c, slot k its head): its walks
 // (guess_segment). The launch's last block then walks each long run (a thread per run): from its end,
 // a jump per segment where a guess matches, else a step per piece (the table, or an exact solve where
 // it does not apply); the exact x of the pieces stepped over go to class_f, the jumps to spec_*.
@@ -958,8 +998,8 @@ segment_resolve(const int* __restrict__ state, const int* __restrict__ check, co
                 double* __restrict__ spec_f, i64* __restrict__ spec_i, double* __restrict__ score,
                 int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
     const i64 thread = global_thread_index();
-    const i64 k = thread / GT_CLASSES_MAX;
-    const int c = (int)(thread % GT_CLASSES_MAX);
+    const i64 k = thread / GT_GUESSES;
+    const int c = (int)(thread % GT_GUESSES);
     const Segments sg = {slot_i, chunk_bytes, group};
     if (k < n_slots) {
         const i64 k_state = slot_i[GT_SLOT_FIELDS * k + 4];
@@ -990,29 +1030,22 @@ segment_resolve(const int* __restrict__ state, const int* __restrict__ check, co
             int* own_i = class_i + GT_CLASS_INTS * t;
             slot_fronts(front_n, front_off, n_anchors, t, fields[2], &out, &in);
             const i64 head = __ldcg(spec_i + GT_SPEC_INTS * t + GT_SPEC_HEAD);
-            double s;
+            double s[GT_FRONT_MAX];
             const int guess = matching_guess(spec_f, t, in.n, x,
-                                             __ldcg(spec_f + GT_SPEC_FLOATS * head + GT_SPEC_MODULUS), &s);
+                                             __ldcg(spec_f + GT_SPEC_FLOATS * head + GT_SPEC_MODULUS), s);
             if (guess >= 0) {  // jump: x + s at the walk's stop
-#ifdef GT_DEBUG_SPEC
-                { double yy[GT_FRONT_MAX]; const bool okk = by_table(own_f, own_i, out, in, x, yy);
-                  const i64 st = __ldcg(spec_i + GT_SPEC_INTS * t + GT_SPEC_STOP + guess);
-                  printf("jump t=%lld guess=%d s=%g by_table=%d stop=%lld x0=%.17g\n", (long long)t, guess, s, (int)okk, (long long)st, x[0]); }
-#endif
                 spec_i[GT_SPEC_INTS * t + GT_SPEC_JUMP] = guess;
-                spec_f[GT_SPEC_FLOATS * t + GT_SPEC_SHIFT] = s;
+                for (int g = 0; g < in.n; ++g) spec_f[GT_SPEC_FLOATS * t + GT_SPEC_SHIFT + g] = s[g];
                 const i64 stop = __ldcg(spec_i + GT_SPEC_INTS * t + GT_SPEC_STOP + guess);
+                const i64 route = __ldcg(spec_i + GT_SPEC_INTS * t + GT_SPEC_ROUTE + guess);
                 const double* to = stop >= 0 ? spec_f + GT_SPEC_FLOATS * stop + GT_SPEC_X
                                              : spec_f + GT_SPEC_FLOATS * head + GT_SPEC_EXIT;
-                for (int g = 0; g < GT_FRONT_MAX; ++g) x[g] = __ldcg(to + GT_FRONT_MAX * guess + g) + s;
+                for (int g = 0; g < GT_FRONT_MAX; ++g) x[g] = __ldcg(to + GT_FRONT_MAX * guess + g) + s[winner_of(route, g)];
                 t = stop >= 0 ? stop : __ldcg(spec_i + GT_SPEC_INTS * head + GT_SPEC_NEXT);
                 continue;
             }
             for (int g = 0; g < in.n; ++g) own_f[GT_CF_EXACT + g] = x[g];
             double y[GT_FRONT_MAX];
-#ifdef GT_DEBUG_SPEC
-            printf("step t=%lld x0=%.17g classes=%d\n", (long long)t, x[0], own_i[1]);
-#endif
             if (by_table(own_f, own_i, out, in, x, y)) {
                 fields[4] = GT_SLOT_CERTAIN;
             } else {
@@ -1049,15 +1082,25 @@ segment_finish(const int* __restrict__ state, const int* __restrict__ check, con
         slot_fronts(front_n, front_off, n_anchors, k, slot_i[GT_SLOT_FIELDS * k + 2], &out, &in);
         double x[GT_FRONT_MAX];
         for (int g = 0; g < in.n; ++g) x[g] = class_f[GT_CLASS_FLOATS * k + GT_CF_EXACT + g];
-        if (k_state == GT_SLOT_PENDING) {  // jumped over
+        if (k_state == GT_SLOT_PENDING) {  // jumped over: the jump before it, the winners between
             i64 t = k;
             while (spec_i[GT_SPEC_INTS * t + GT_SPEC_JUMP] < 0) {
                 GT_STEP();
                 t = slot_i[GT_SLOT_FIELDS * t + 2];
             }
             const int guess = (int)spec_i[GT_SPEC_INTS * t + GT_SPEC_JUMP];
-            const double s = spec_f[GT_SPEC_FLOATS * t + GT_SPEC_SHIFT];
-            for (int g = 0; g < in.n; ++g) x[g] = spec_f[GT_SPEC_FLOATS * k + GT_SPEC_X + GT_FRONT_MAX * guess + g] + s;
+            i64 route = 0xE4;  // position g here comes from position route's g at t
+            for (i64 u = k; u != t;) {
+                GT_STEP();
+                u = slot_i[GT_SLOT_FIELDS * u + 2];
+                const i64 winners = spec_i[GT_SPEC_INTS * u + GT_SPEC_WINNERS + guess];
+                i64 composed = 0;
+                for (int g = 0; g < GT_FRONT_MAX; ++g) composed |= (i64)winner_of(winners, winner_of(route, g)) << (2 * g);
+                route = composed;
+            }
+            for (int g = 0; g < in.n; ++g)
+                x[g] = spec_f[GT_SPEC_FLOATS * k + GT_SPEC_X + GT_FRONT_MAX * guess + g] +
+                       spec_f[GT_SPEC_FLOATS * t + GT_SPEC_SHIFT + winner_of(route, g)];
             slot_i[GT_SLOT_FIELDS * k + 4] = GT_SLOT_CERTAIN;
         }
         solve_front(m, data, a, b, in, x, score, length, ids);

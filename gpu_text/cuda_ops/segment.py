@@ -113,9 +113,10 @@ FRONT_MAX = 4
 CLASSES_MAX = 8
 CLASS_FLOATS = 2 * FRONT_MAX + 1 + FRONT_MAX * FRONT_MAX * (CLASSES_MAX + 1)
 CLASS_INTS = 3 + FRONT_MAX
-# segment_resolve's guesses per slot (GT_SPEC_FLOATS, GT_SPEC_INTS).
-SPEC_FLOATS = 2 * CLASSES_MAX * FRONT_MAX + CLASSES_MAX + 2
-SPEC_INTS = CLASSES_MAX + 4
+# segment_resolve's guesses per segment (GT_GUESSES), and per slot (GT_SPEC_FLOATS, GT_SPEC_INTS).
+GUESSES = 16
+SPEC_FLOATS = 2 * GUESSES * FRONT_MAX + 2 * GUESSES + FRONT_MAX + 1
+SPEC_INTS = 3 * GUESSES + 4
 
 
 def group_anchors(n_anchors: int) -> int:
@@ -178,7 +179,7 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
                 i64(n_anchors), i64(n_slots), *fronts, slot_f, slot_i, score, length, class_f, class_i))
         spec_f = xp.empty(SPEC_FLOATS * n_slots, xp.float64)
         spec_i = xp.empty(SPEC_INTS * n_slots, xp.int64)
-        launch(rt.function("segment", "segment_resolve"), blocks_for(n_slots * CLASSES_MAX, BLOCK),
+        launch(rt.function("segment", "segment_resolve"), blocks_for(n_slots * GUESSES, BLOCK),
                (*model, jieba, data, i64(n_anchors), i64(n_slots), i64(chunk), i64(group_anchors(n_anchors)),
                 counters, *fronts, slot_i, class_f, class_i, spec_f, spec_i, *scratch))
         launch(rt.function("segment", "segment_finish"), blocks_for(n_slots, BLOCK),
