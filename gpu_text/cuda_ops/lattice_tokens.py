@@ -28,6 +28,8 @@ def lattice_encode(rt: KernelRuntime, data: Any, offsets: Any, marks: Any, trie:
     (``fallback_weight``, ``max_edges_per_start``, ``mode``), then each fallback character as
     ``finish`` says: :data:`LOOKUP` the piece of ``lookup`` it spells else its bytes' ids
     (``byte_ids``), :data:`MERGE` each run of them one ``unk_id``, :data:`BYTE_FALLBACK` its bytes' ids.
+    The rows tile ``data`` (``offsets[0] == 0``, ``offsets[-1] == data.size``), as the normalizer
+    writes them, and ``marks`` is non-zero at every non-empty row's first byte.
 
     Launches: lattice_spans, trie_prefix_search, lattice_route, lattice_emit (and the long-span
     kernels when a row has ``LONG_BYTES`` bytes), lattice_id_counts, lattice_ids; array ops: one
