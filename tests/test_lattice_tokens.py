@@ -88,3 +88,20 @@ def test_long_rows_in_pieces_and_a_second_search(monkeypatch, finish):
     for got in others:
         for g, w in zip(got, want):
             assert host(g).tolist() == host(w).tolist()
+
+
+@pytest.mark.parametrize("split", ["whitespace", "isolate"])
+def test_unigram_with_a_split_cuts_pre_tokens_on_every_backend(split):
+    """A Unigram tokenizer with a split pre-tokenizer solves one lattice per pre-token on every
+    backend (the CPU's fused row encoder, which takes rows whole, is for ``split="none"``)."""
+    from gpu_text.tokenizer import Normalizer, PreTokenizer, Unigram
+    from gpu_text.tokenizer.unigram import UnigramModel
+
+    model = UnigramModel(["<unk>", "▁", "a", "b", "a▁b", "▁b"], [0.0, -2, -1, -1, -0.5, -1.5], [2, 1, 1, 1, 1, 1])
+    tok = Unigram(model, Normalizer("no"), PreTokenizer(split))
+    texts = ["a▁b", "a▁bxa", "", "x▁▁b"]
+    pre_tokens = PreTokenizer(split).pre_tokenize_strings(texts)
+    want = [[i for ids in model.encode_strings(row) for i in ids] if row else [] for row in pre_tokens]
+    assert want[0] != [4]  # the whole text's best path is the one piece "a▁b"
+    for be in backends():
+        assert tok.encode(texts, backend=be).ids.to_pylist() == want, be.name

@@ -73,7 +73,8 @@ class Unigram(Tokenizer):
         if enable_sampling and nbest_size not in (0, 1):
             ids, starts, ends = self._encode_sampled(batch, be, with_offsets, float(alpha), int(nbest_size),
                                                      np.random.default_rng(seed))
-        elif be.has_op("unigram_rows", "encode_unigram_text"):  # the CPU: every stage row by row, in cache
+        elif be.has_op("unigram_rows", "encode_unigram_text") and self.pre_tokenizer.split == "none":
+            # the CPU: every stage row by row, in cache (each row one lattice: the fused encoder cuts no pre-tokens)
             ids, starts, ends = self._encode_rows(batch, be, with_offsets)
         else:
             ids, starts, ends = self._encode_stages_fitting(batch, be, with_offsets)
