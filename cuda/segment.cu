@@ -233,10 +233,14 @@ viterbi_loss(const u8* __restrict__ data, const i64* __restrict__ span_starts, c
 //                     through the pieces' tables from 0.
 //   segment_settle    one thread per (pending piece, frontier position, residue class): the piece's
 //                     class table (below), one values-only solve.
-//   segment_resolve   one thread per long run: from its end, each piece's exact frontier values by
-//                     its table (one step per piece), an exact solve where the table does not apply.
+//   segment_resolve   one thread per (segment of a long run, guess): the guess's walk through the
+//                     segment's tables (at most a group of anchors, about sqrt(anchors) pieces).
+//                     The launch's last block then walks each long run (a thread per run) from its
+//                     end: a jump over a segment where a guess matches the exact frontier values,
+//                     else a step by the piece's table, or an exact solve where it does not apply.
 //   segment_finish    one thread per piece settled by its table: one exact solve from its exact
-//                     frontier values; its path, or where the path leaves it from each entry.
+//                     frontier values (a piece jumped over: its guess's plus the jump's shifts);
+//                     its path, or where the path leaves it from each entry.
 //                     The launch's last block then walks each long run (a thread per run, a step
 //                     per piece): each piece's entry from the earlier pieces' exits.
 //   segment_paths     one thread per piece starting at a forced cut: its path from its entry.
@@ -411,12 +415,14 @@ segment_marks(const u8* __restrict__ data, i64 n, const i64* __restrict__ offset
 //                    then its last block, a thread per long run: the estimate of each piece's x
 //                    (the later pieces' tables composed from the run's end, a step per piece and pair);
 //   segment_settle   a thread per (piece, f, class): one class solve;
-//   segment_resolve  a thread per long run: from the run's end, each piece's exact values from its
-//                    table (exact: each sum is a route value; where best paths of the frontier end at
-//                    distinct values the table also tells which frontier position the path leaves by),
-//                    an exact solve where no valid entry exists (the few pieces next to the run's end,
-//                    whose small values span many binades); then forward, each piece's entry;
-//   segment_finish   a thread per other piece: one exact solve from its exact frontier, its path.
+//   segment_resolve  from the run's end, each piece's exact values from its table (exact: each sum
+//                    is a route value; where best paths of the frontier end at distinct values the
+//                    table also tells which frontier position the path leaves by), a segment of
+//                    pieces at a time where a guess's walk matches (below), an exact solve where no
+//                    valid entry exists (the few pieces next to the run's end, whose small values
+//                    span many binades, and pieces at binade edges);
+//   segment_finish   a thread per other piece: one exact solve from its exact frontier, its path;
+//                    then forward, each piece's entry.
 #define GT_CLASS_FLOATS (2 * GT_FRONT_MAX + 1 + GT_FRONT_MAX * GT_FRONT_MAX * (GT_CLASSES_MAX + 1))
 #define GT_CF_ESTIMATE 0                                   // estimates of x, per f
 #define GT_CF_ERROR GT_FRONT_MAX                           // |x_f - estimate| bound
@@ -759,28 +765,33 @@ __device__ __forceinline__ void after_solve(i64 a, i64 b, const Front& out, cons
     if (out.n == 1) mark_path(a, b, length, path, 1);
 }
 
-// ---- the run's walk in groups (segment_resolve): no thread steps through a whole run
-// A pending piece with a table maps its exact frontier values x to its entry's, y = max over f of
-// x_f + D[f][class of x_f], and x + s maps to y + s for every shift s that is a multiple of 2 u_top
-// of each piece it crosses (the classes stay) and small enough that every value it adds keeps its
-// binade and every x its estimate's error (the table's conditions). So a stretch of pieces is walked
-// once from a guess x~ of its first x, in parallel with the other stretches, and the run's walk then
-// jumps over the stretch when its exact x is x~ + s for such an s: y + s at the stretch's end.
-// Stretches (segments): the pending pieces of a run whose anchors fall in one group of `group`
-// anchors (so at most `group` pieces), walked from the one next to the run's end. Per segment and
-// guess c (at most GT_CLASSES_MAX: the residues of x_0 modulo the segment's largest 2 u_top, next
-// to the estimate; a frontier's other positions the same residue, next to their estimates) a thread
-// walks its pieces by their tables (by_table); where a table does not apply to the guess, the walk
-// stops there and starts again after it from a new guess. Per slot and guess: the guess's x there,
-// the largest |s| for which every later piece of that walk keeps the table's conditions (`slack`),
-// and where that walk stops (the piece whose table did not apply, or -1: the segment's end).
-// The run's walk (segment_resolve's last block, a thread per long run) goes from the run's end: at a
-// slot whose exact x is a guess's x + s (s a multiple of the segment's modulus, |s| <= slack) it jumps
-// to where that walk stops; elsewhere one step as before (the table, or an exact solve). Every jump
-// is exact: each sum the table step would make is the guess's sum + s, exact and in its binade, each
-// class and each comparison the same. segment_finish gives each piece jumped over its x (its guess's
-// + s) and solves it. A run's walk: a step per segment when every guess matches; the pieces where no
-// guess applies (the run's end, binade edges) one step each, as before.
+// ---- the run's walk in segments (segment_resolve): no thread steps through a whole run
+// A pending piece with a table maps its exact frontier values x to its entry's, y_p = max over f of
+// x_f + D[p][f][class of x_f], and x + s to y + s for every shift s that is a multiple of 2 u_top of
+// each piece it crosses (the classes stay) and small enough that every x keeps its binade and its
+// estimate's error and every sum its binade (the table's conditions hold, every sum stays exact).
+// The positions of a forced cut's frontier may even shift apart (s_f each): y_p + s_(winner at p)
+// while the shifts' spread stays within each winner's lead over the other sums at p. Functions of
+// reals, not of a small state: they do not compose into tables, but a stretch of pieces can be
+// walked ahead from guesses and the exact walk can check a guess in a few steps and jump.
+// Segments: the pending pieces of a run whose anchors fall in one group of `group` anchors (the
+// power of two next to sqrt(anchors): at most `group` pieces), walked from the one next to the run's
+// end. Per segment and guess c (GT_GUESSES: residue c % K of x_0 modulo the segment's largest
+// 2 u_top, next to its estimate, times variants of the other positions: x_0 plus their estimates'
+// difference, moved by 0, +1, -1, ... units) a thread walks the segment by the tables (by_table);
+// where a table does not apply to its guess, its walk stops there and starts again after it from a
+// new guess. Per slot and guess: the guess's x there, the largest |s_f| (`slack`) and spread (`gap`)
+// for which every piece from there to where that walk stops keeps its result + shift, each piece's
+// winners and their composition to the stop, and the stop (the piece whose table did not apply, or
+// -1: the segment's end). The run's walk (segment_resolve's last block, a thread per long run) goes
+// from the run's end: at a slot whose exact x is a guess's x + s (each s_f an exact multiple of the
+// segment's modulus, |s_f| <= slack, spread <= gap) it jumps to that walk's stop (its x there plus
+// the shifts its winners carry); elsewhere one step as before (the table, or an exact solve).
+// segment_finish gives each piece jumped over its guess's x plus the jump's shifts (the winners
+// composed from the jump) and solves it. Bit for bit the walk of a step per piece: each jump stands
+// for the steps it skips, every one of which would have applied its table. A run's walk: a jump per
+// segment (about sqrt(pieces)) where a guess matches, a step per piece where none does (the run's
+// end, a segment with a piece whose table does not apply), and the exact solves, as before.
 #define GT_GUESSES 16  // per segment: residues of x_0 times variants of the other positions
 #define GT_SPEC_FLOATS (2 * GT_GUESSES * GT_FRONT_MAX + 2 * GT_GUESSES + GT_FRONT_MAX + 1)
 #define GT_SPEC_X 0                                               // guess c's x here, per position

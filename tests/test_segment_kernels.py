@@ -359,6 +359,74 @@ def test_segment_rows_one_megabyte_news_line(compat):
     assert max(steps.values()) <= walk + piece_work, steps
 
 
+def news_han(megabytes: int) -> tuple[str, list[str]]:
+    """The Han of zh-sogou-news as one unpunctuated line of about ``megabytes`` MB, and the lines read."""
+    import re
+
+    from tests.conftest import shared_data
+
+    text, lines = [], []
+    for path in sorted(shared_data("zh-sogou-news").glob("*.txt")):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            lines.append(line)
+            text += re.findall("[\u4e00-\u9fff]+", line)
+        if sum(map(len, text)) * 3 > megabytes << 20:
+            break
+    return "".join(text)[:(megabytes << 20) // 3], lines
+
+
+@pytest.mark.parametrize("kind", ["forced cuts", "news"])
+def test_segment_resolve_walk_without_a_step_per_piece(monkeypatch, kind):
+    """An 8 MB line (4,096 pieces): 一 under 一一 (every cut forced, a frontier of two positions), or
+    the Han of zh-sogou-news (real frequencies). The Numba twin's words, and segment_resolve's longest
+    thread no longer steps through every piece: its guesses walk one segment (at most `group`
+    pieces, the power of two next to sqrt(pieces)), the run's walk jumps over a segment per step
+    (matching up to GT_GUESSES guesses) and steps piece by piece only through the segments next to
+    the run's end (small values, binade edges), with one exact solve per piece whose table does not
+    apply to its exact values. O(sqrt(pieces)) steps beside those solves: about 700 (forced cuts)
+    where the walk of a step per piece took 24,562 steps, and 2 solves beside 15,102 on the news
+    line (27,184 before)."""
+    import gpu_text.cuda_ops.segment as launchers
+    from tests.emulated_backend import emulated_backend
+    from tests.test_launch_counts import sample_dictionary
+
+    megabytes = 8
+    if kind == "news":
+        line, lines = news_han(megabytes)
+        segmenter = Segmenter(sample_dictionary(lines[:2000]), compat="jieba")
+        frontier = 1
+    else:
+        line = "一" * ((megabytes << 20) // 3)
+        segmenter = Segmenter(Dictionary(["一一"], np.array([5]), 11), compat=None)
+        frontier = 2
+    states = {}
+    launch = launchers.launch
+
+    def reading_launch(function, grid, args):  # the pieces' states after segment_resolve
+        if "segment_finish" in repr(function):
+            states["slot"] = host(args[13]).reshape(-1, 5)[:, 4].copy()
+        launch(function, grid, args)
+
+    monkeypatch.setattr(launchers, "launch", reading_launch)
+    batch = TextBatch.from_strings([line])
+    cpu = get_backend("cpu").op("segment", "segment_rows")(*segment_rows_args(segmenter, batch, get_backend("cpu")))
+    be = emulated_backend()
+    assert_arrays_equal(run_segment_rows(segmenter, segment_rows_args(segmenter, batch, be), be), cpu)
+    steps = be.runtime.module("segment").get_function("segment_resolve").last_max_steps
+    chunk = launchers.CHUNK_BYTES
+    pieces = -(-len(line.encode()) // chunk)  # the anchors
+    group = launchers.group_anchors(pieces)
+    solved = int((states["slot"] == 1).sum()) - 1  # solved exactly in the walk (beside the run's last piece)
+    per_piece = 1 + launchers.GUESSES * frontier + frontier ** 2  # a match and a table step
+    walk = (pieces // group + 2 * group) * per_piece  # a jump per segment; two segments stepped through
+    print(f"segment_resolve's longest thread on an {megabytes} MB line ({kind}): {steps} steps, "
+          f"{solved} exact solves, bound {walk} + solves")
+    assert group == 64 and solved <= 3
+    assert 0 < steps <= walk + solved * 1.5 * 6 * chunk, steps
+    if kind == "forced cuts":
+        assert solved == 0 and steps <= 1000, steps  # the walk of a step per piece: 24,562
+
+
 @pytest.mark.parametrize("compat", [None, "jieba"])
 @pytest.mark.parametrize("long_chars", [30, 45])
 def test_segment_rows_long_dictionary_words(monkeypatch, compat, long_chars):
