@@ -5,8 +5,9 @@
 // lattice_spans: the spans the lattice solves, from the normalized rows (one span per row) or
 //   from the pre-tokenizer's per-byte marks (one span per marked byte, packed in order by a
 //   decoupled look-back scan, lookback.cuh; the unused spans after them stay empty at the end of
-//   the data), each span's scratch offset, and the longest row (atomicMax), which the host reads
-//   together with the number of edges, so that a batch of short rows skips the long-span kernels.
+//   the data), each span's scratch offset, and the longest span (atomicMax; a pre-token's length
+//   found by reading on to the next mark, at most long_bytes), which the host reads together with
+//   the number of edges, so that a batch of short spans skips the long-span kernels.
 // lattice_id_counts: per token of the paths, what it becomes (a piece id, its bytes' BYTE pieces,
 //   or nothing when it extends the run of unknown tokens before it) and, by look-back, where its
 //   ids start; the total is the one count the host reads before allocating the ids.
@@ -27,16 +28,17 @@
 // Per thread: a row (by_rows) or a byte of the marks. bounds (n_spans + 1 entries; with marks
 // filled with n_bytes before the launch): span k is [bounds[k], bounds[k + 1]); scratch_offsets:
 // span k's lattice rows (bounds[k] + k, after a one-slot row at n_bytes that every empty span
-// past the packed ones shares when the spans come from marks). status: 1 + gridDim.x zeros.
+// past the packed ones shares when the spans come from marks); longest: the longest span's
+// length, or long_bytes when a span is as long. status: 1 + gridDim.x zeros.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 lattice_spans(const u8* __restrict__ marks, const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes, i64 by_rows,
-              u64* __restrict__ status, i64* __restrict__ bounds, i64* __restrict__ scratch_offsets,
+              i64 long_bytes, u64* __restrict__ status, i64* __restrict__ bounds, i64* __restrict__ scratch_offsets,
               u64* __restrict__ longest) {
     __shared__ i64 scratch[GT_WARPS];
     __shared__ i64 tile_slot, prior;
     const i64 g = global_thread_index();
-    if (g < n_rows) atomicMax(longest, (u64)(offsets[g + 1] - offsets[g]));
     if (by_rows) {
+        if (g < n_rows) atomicMax(longest, (u64)(offsets[g + 1] - offsets[g]));
         if (g <= n_rows) {
             bounds[g] = offsets[g];
             scratch_offsets[g] = offsets[g] + g;
@@ -58,6 +60,10 @@ lattice_spans(const u8* __restrict__ marks, const i64* __restrict__ offsets, i64
         const i64 k = prior + rank;
         bounds[k] = i;
         scratch_offsets[k] = n_bytes + 1 + i + k;
+        // the pre-token ends at the next mark (every non-empty row's first byte is one) or the data's end
+        i64 end = i + 1;
+        for (; end < n_bytes && end - i < long_bytes && marks[end] == 0; ++end) GT_STEP();
+        atomicMax(longest, (u64)(end - i));
     }
 }
 

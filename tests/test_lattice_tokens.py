@@ -105,3 +105,27 @@ def test_unigram_with_a_split_cuts_pre_tokens_on_every_backend(split):
     assert want[0] != [4]  # the whole text's best path is the one piece "a▁b"
     for be in backends():
         assert tok.encode(texts, backend=be).ids.to_pylist() == want, be.name
+
+
+def test_a_long_row_of_short_pre_tokens_skips_the_long_span_kernels(monkeypatch):
+    """The long-span kernels run for a long pre-token, not for a long row of short ones."""
+    from gpu_text.cuda_ops import lattice as launchers
+    from tests.cuda_emulator.device_counts import measure
+    from tests.emulated_backend import counting_emulated_backend
+
+    monkeypatch.setattr(launchers, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(launchers, "LONG_BYTES", 128)
+    trie = DoubleArrayTrie.build(["ab", "a"], [5, 6])
+    data = np.frombuffer(b"ab a" * 100, np.uint8).copy()
+    marks = np.tile(np.array([1, 0, 1, 1], np.uint8), 100)
+    be = counting_emulated_backend()
+    for long_pre_token in (False, True):
+        if long_pre_token:
+            marks[200:] = 0
+        with measure() as counts:
+            got = encode(be, trie, np.full(7, -1.0), trie, np.zeros(256, np.int32), data,
+                         np.array([0, data.size], np.int64), marks, 0)
+        want = encode(backends()[0], trie, np.full(7, -1.0), trie, np.zeros(256, np.int32), data,
+                      np.array([0, data.size], np.int64), marks, 0)
+        assert [host(a).tolist() for a in got] == [host(a).tolist() for a in want]
+        assert counts.launches == (6 + 12 if long_pre_token else 6), counts.summary()  # the pieces: 12 kernels

@@ -1,7 +1,7 @@
 """Launch wrappers of ``cuda/lattice_tokens.cu``; the Numba twin is in ``cpu_fallback/lattice_tokens.py``.
 
 :func:`lattice_encode` runs a lattice model's whole encoding after the normalizer (and the
-pre-tokenizer's marks) with two host reads: the number of edges with the longest row, and the
+pre-tokenizer's marks) with two host reads: the number of edges with the longest span, and the
 number of ids."""
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def lattice_encode(rt: KernelRuntime, data: Any, offsets: Any, marks: Any, trie:
     writes them, and ``marks`` is non-zero at every non-empty row's first byte.
 
     Launches: lattice_spans, trie_prefix_search, lattice_route, lattice_emit (and the long-span
-    kernels when a row has ``LONG_BYTES`` bytes), lattice_id_counts, lattice_ids; array ops: one
+    kernels when a span has ``LONG_BYTES`` bytes), lattice_id_counts, lattice_ids; array ops: one
     zero fill, the marks' span bounds, the token counts' scan."""
     xp = rt.xp
     n_rows, n_bytes = int(offsets.size) - 1, int(data.size)
@@ -41,10 +41,11 @@ def lattice_encode(rt: KernelRuntime, data: Any, offsets: Any, marks: Any, trie:
         return xp.empty(0, xp.int32), empty, empty.copy(), xp.zeros(n_rows + 1, xp.int64)
     by_rows = marks is None
     n_spans = n_rows if by_rows else n_bytes
-    span_grid = blocks_for(n_rows + 1 if by_rows else max(n_bytes, n_rows), BLOCK)
+    span_grid = blocks_for(n_rows + 1 if by_rows else n_bytes, BLOCK)
+    long_bytes = max(int(lattice_ops.LONG_BYTES), 1)
     search_grid = capacity_grid = blocks_for(n_bytes, BLOCK)
     # Everything that starts at zero, in one fill: three look-back statuses, the spans' edge
-    # offsets with the longest row right after them (read back together), the token offsets.
+    # offsets with the longest span right after them (read back together), the token offsets.
     sizes = (1 + span_grid, 1 + search_grid, 1 + capacity_grid, n_spans + 2, n_spans + 1)
     zeros = xp.zeros(sum(sizes), xp.uint64)
     parts, at = [], 0
@@ -59,8 +60,8 @@ def lattice_encode(rt: KernelRuntime, data: Any, offsets: Any, marks: Any, trie:
     bounds_scratch = fill(2 * (n_spans + 1), xp.int64)
     bounds, scratch_offsets = bounds_scratch[:n_spans + 1], bounds_scratch[n_spans + 1:]
     launch(rt.function("lattice_tokens", "lattice_spans"), span_grid,
-           (data if by_rows else marks, offsets, i64(n_rows), i64(n_bytes), i64(by_rows), span_status, bounds,
-            scratch_offsets, parts[3][n_spans + 1:]))
+           (data if by_rows else marks, offsets, i64(n_rows), i64(n_bytes), i64(by_rows), i64(long_bytes), span_status,
+            bounds, scratch_offsets, parts[3][n_spans + 1:]))
     span_starts, span_ends = bounds[:-1], bounds[1:]
     trie_args = (*trie, np.int32(trie[0].size))
     capacity = trie_ops.MATCHES_PER_BYTE * n_bytes + trie_ops.MATCHES_SLACK  # as trie_prefix_search
@@ -75,7 +76,7 @@ def lattice_encode(rt: KernelRuntime, data: Any, offsets: Any, marks: Any, trie:
         capacity, search_status = n_edges, xp.zeros(1 + search_grid, xp.uint64)
     scratch_size = (n_bytes + n_spans) if by_rows else (2 * n_bytes + 1 + n_bytes)
     # the tokens straight into arrays of n_bytes (each token holds a byte at least): no read of their count
-    long_spans = longest >= max(int(lattice_ops.LONG_BYTES), 1)
+    long_spans = longest >= long_bytes
     starts, ends, values = lattice_ops._solve_paths(rt, data, span_starts, span_ends, *(e[:n_edges] for e in edges),
                                                     span_edge_offsets, weights, fallback_weight, max_edges_per_start,
                                                     mode, scratch_offsets, scratch_size, long_spans, token_offsets,
