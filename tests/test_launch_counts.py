@@ -33,16 +33,20 @@ BOUNDS = {
     "encode_unigram": (17, 3, 2),
     "encode_bytepiece": (25, 3, 2),
     "encode_split_none": (19, 2, 2),  # BPE with split="none"; was (32, 7, 2) before its marks (each text's start)
+    # BPE on the staged path (pre-token lists on the host's word): user symbols, a dictionary cutter
+    "encode_user_symbols": (108, 22, 2),
+    "encode_cn": (75, 17, 2),  # was (74, 17, 4) before the segmenter's weights stayed on the device
 }
 # The issue's targets: (≤ 25 launches, ≤ 3 syncs, 0 table uploads after the first call).
 TARGET_LAUNCHES, TARGET_SYNCS = 25, 3
 # Inputs that every call must upload (the batch's bytes and offsets), not tables.
 # (the CRF's encoded features are its input: six arrays).
 INPUT_UPLOADS = {"encode": 2, "segment": 2, "crf_decode": 6, "encode_unigram": 2, "encode_bytepiece": 2,
-                 "encode_split_none": 2}
+                 "encode_split_none": 2, "encode_user_symbols": 2, "encode_cn": 2}
 TARGETS = {"encode": (True, True, True), "segment": (True, True, True), "crf_decode": (True, True, True),
            "encode_unigram": (True, True, True), "encode_bytepiece": (True, True, True),
-           "encode_split_none": (True, True, True)}
+           "encode_split_none": (True, True, True), "encode_user_symbols": (False, False, True),
+           "encode_cn": (False, False, True)}
 
 
 def backend():
@@ -145,11 +149,11 @@ def test_crf_decode_counts():
     check_bounds("crf_decode", *report("crf_decode", first, second), second)
 
 
-def check_encode_counts(name: str, tok) -> None:
-    """``tok.encode`` on 60 lines of each sample, with and then without offsets: the emulated
-    device's ids and spans are the CPU's; the counts of the second call without offsets (as for
-    BPE; offsets add four array ops) are within ``BOUNDS[name]``."""
-    lines = list(sample_lines("en-kjv.txt", 60) + sample_lines("zh-hongloumeng.txt", 60))
+def check_encode_counts(name: str, tok, suffix: str = "") -> None:
+    """``tok.encode`` on 60 lines of each sample (each ending in ``suffix``), with and then without
+    offsets: the emulated device's ids and spans are the CPU's; the counts of the second call
+    without offsets (as for BPE; offsets add four array ops) are within ``BOUNDS[name]``."""
+    lines = [line + suffix for line in sample_lines("en-kjv.txt", 60) + sample_lines("zh-hongloumeng.txt", 60)]
     want = tok.encode(lines, backend="cpu", with_offsets=True)
     be = backend()
     for with_offsets in (True, False):
@@ -195,3 +199,27 @@ def test_bpe_split_none_encode_counts():
     base = Tokenizer.from_model_file(MODEL)
     check_encode_counts("encode_split_none", Tokenizer(base.model, base.normalizer, PreTokenizer("none"),
                                                        base.bos_id, base.eos_id, base.pad_id))
+
+
+def test_bpe_user_symbols_encode_counts():
+    """BPE with USER_DEFINED pieces (matched whole before the split; the staged path)."""
+    from gpu_text.tokenizer import Tokenizer
+    from gpu_text.tokenizer.bpe import BPEModel
+
+    base = Tokenizer.from_model_file(MODEL)
+    m, extra = base.model, ["<mask>", "<sep>", "[宝玉]"]
+    model = BPEModel(m.pieces + extra, list(m.scores) + [0.0] * len(extra), list(m.types) + [4] * len(extra),
+                     unk_id=m.unk_id)
+    tok = Tokenizer(model, base.normalizer, base.pre_tokenizer, base.bos_id, base.eos_id, base.pad_id)
+    assert tok.user_symbols is not None
+    check_encode_counts("encode_user_symbols", tok, " <mask>[宝玉]x<sep>")
+
+
+def test_bpe_dictionary_cutter_encode_counts():
+    """BPE whose pre-tokenizer cuts Han pre-tokens with a dictionary (``cn``; the staged path)."""
+    from gpu_text.tokenizer import PreTokenizer, Tokenizer
+
+    base = Tokenizer.from_model_file(MODEL)
+    cutter = PreTokenizer(base.pre_tokenizer.split, cn=sample_dictionary(list(sample_lines("zh-hongloumeng.txt", 60))))
+    check_encode_counts("encode_cn", Tokenizer(base.model, base.normalizer, cutter, base.bos_id, base.eos_id,
+                                               base.pad_id))

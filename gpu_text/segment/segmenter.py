@@ -265,7 +265,7 @@ class Segmenter:
         tail = self.tail_score if tail_score is None else tail_score
         return be.op("segment", "viterbi_segment")(data, span_starts, span_ends,
                                                    *self._edges(data, span_starts, span_ends, be),
-                                                   be.xp.asarray(self.weights), self.unknown_weight, tail,
+                                                   self._device_tables(be)[4], self.unknown_weight, tail,
                                                    self.jieba_mode)
 
     def _solve(self, data: Any, span_starts: Any, span_ends: Any, be: Backend) -> tuple[Any, Any, Any]:

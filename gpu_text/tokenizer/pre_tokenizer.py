@@ -358,7 +358,9 @@ class PreTokenizer:
         han = xp.flatnonzero(first_symbols == HAN)
         if han.size == 0:
             return starts
-        next_starts = xp.concatenate([starts[1:], xp.array([data.size], xp.int64)])
+        next_starts = xp.empty_like(starts)  # each pre-token's end: the next one's start, the data's end for the last
+        next_starts[:-1] = starts[1:]
+        next_starts[-1:] = data.size
         span_starts, span_ends = xp.ascontiguousarray(starts[han]), xp.ascontiguousarray(next_starts[han])
         word_ends = self.segmenter.word_ends(data, span_starts, span_ends, be).values
         # a span's last word ends at the next pre-token's start (or the buffer's end): unique drops it
