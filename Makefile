@@ -5,9 +5,10 @@
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
-# Numba's and the CUDA emulator's build caches stay inside the checkout and are reused by later runs.
+# Numba's, the CUDA emulator's and the model tables' caches stay inside the checkout and are reused by later runs.
 export NUMBA_CACHE_DIR := $(CURDIR)/.cache/numba
 export GPU_TEXT_EMU_CACHE := $(CURDIR)/.cache/cuda_emu
+export GPU_TEXT_TABLE_CACHE := $(CURDIR)/.cache/tables
 
 .PHONY: demo test bench
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -192,6 +192,21 @@ class _Charsmap:
         self.max_ratio = max((-(-len(t) // len(s)) for s, t in pairs if s), default=1)  # ceil(target / source)
         self._on_device: dict[tuple[str, int], tuple[Any, Any]] = {}
 
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Everything the charsmap is, as arrays (:meth:`from_arrays` reads them back)."""
+        return {"state": self.trie.state, "check": self.trie.check, "label": self.trie.label, "eow": self.trie.eow,
+                "targets": self.targets, "target_offsets": self.target_offsets,
+                "max_ratio": np.array(self.max_ratio, np.int64)}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "_Charsmap":
+        charsmap = cls.__new__(cls)
+        charsmap.trie = DoubleArrayTrie(arrays["state"], arrays["check"], arrays["label"], arrays["eow"])
+        charsmap.targets, charsmap.target_offsets = arrays["targets"], arrays["target_offsets"]
+        charsmap.max_ratio = int(arrays["max_ratio"])
+        charsmap._on_device = {}
+        return charsmap
+
     def arrays(self, backend: str | Backend | None) -> tuple[Any, ...]:
         be = get_backend(backend)
         key = _device_key(be.xp)
@@ -203,6 +218,65 @@ class _Charsmap:
 @functools.lru_cache(maxsize=None)
 def _shipped_charsmap(rule: str) -> _Charsmap:
     return _Charsmap(load_charsmap(rule))
+
+
+class PrecompiledCharsmap(Sequence[tuple[bytes, bytes]]):
+    """The (source, target) pairs of a model's precompiled charsmap (:func:`decode_precompiled_charsmap`),
+    decoded only when read: the normalizer's charsmap is built from the blob once and then taken
+    from the table cache (:mod:`gpu_text.table_cache`) by the blob's digest, so loading a
+    ``.model`` again decodes and builds nothing. :meth:`check` decodes a blob the cache does not
+    know yet (a bad blob is a ``ValueError``, as from the decoder).
+
+    >>> import struct
+    >>> units = [96 << 10, (3 << 10) | (1 << 8) | ord("a"), (1 << 31) | 0]
+    >>> pairs = PrecompiledCharsmap(struct.pack("<I", 12) + struct.pack("<3I", *units) + b"A\\0").check()
+    >>> list(pairs), pairs == ((b"a", b"A"),), Normalizer("m", charsmap_pairs=pairs).normalize_strings(["ab"])
+    ([(b'a', b'A')], True, ['Ab'])
+    """
+
+    def __init__(self, blob: bytes) -> None:
+        self.blob = bytes(blob)
+        self._pairs: tuple[tuple[bytes, bytes], ...] | None = None
+        self._charsmap: _Charsmap | None = None
+
+    def check(self) -> "PrecompiledCharsmap":
+        """Build (or find in the cache) the charsmap now; returns ``self``."""
+        self.charsmap()
+        return self
+
+    def charsmap(self) -> _Charsmap:
+        """The normalizer's charsmap of these pairs."""
+        if self._charsmap is None:
+            from gpu_text.kernel_sources import cpu_twin_package
+            from gpu_text.table_cache import cached_arrays
+            import importlib.util
+
+            builders = [__file__, DoubleArrayTrie.__module__, f"{cpu_twin_package()}.double_array"]
+            files = [b if b.endswith(".py") else importlib.util.find_spec(b).origin for b in builders]
+            self._charsmap = _Charsmap.from_arrays(
+                cached_arrays("charsmap", self.blob, lambda: _Charsmap(self.pairs()).to_arrays(), *files))
+        return self._charsmap
+
+    def pairs(self) -> tuple[tuple[bytes, bytes], ...]:
+        if self._pairs is None:
+            self._pairs = tuple(decode_precompiled_charsmap(self.blob))
+        return self._pairs
+
+    def __len__(self) -> int:
+        return len(self.pairs())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.pairs()[index]
+
+    def __iter__(self) -> Iterator[tuple[bytes, bytes]]:
+        return iter(self.pairs())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PrecompiledCharsmap):
+            return self.blob == other.blob or self.pairs() == other.pairs()
+        return isinstance(other, (tuple, list)) and self.pairs() == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 # ------------------------------------------------------------------------------ normalizer
@@ -251,13 +325,17 @@ class Normalizer:
         self.escape_whitespaces = bool(escape_whitespaces) or self.reconstruct
         self.add_dummy_prefix = bool(add_dummy_prefix)
         # a shipped rule is known by its name; a model's own map is kept to be saved with it
-        self.charsmap_pairs = None if charsmap_pairs is None else tuple(charsmap_pairs)
+        if isinstance(charsmap_pairs, PrecompiledCharsmap):  # a .model's: decoded only if read
+            self.charsmap_pairs: Sequence[tuple[bytes, bytes]] | None = charsmap_pairs
+        else:
+            self.charsmap_pairs = None if charsmap_pairs is None else tuple(charsmap_pairs)
         if self.charsmap_pairs is None:
             self.name = canonical_rule_name(name)
             self._charsmap = _shipped_charsmap(self.name)
         else:
             self.name = name
-            self._charsmap = _Charsmap(self.charsmap_pairs)
+            self._charsmap = charsmap_pairs.charsmap() if isinstance(charsmap_pairs, PrecompiledCharsmap) \
+                else _Charsmap(self.charsmap_pairs)
         self._symbol_on_device: dict[tuple[tuple[str, int], bytes], Any] = {}
 
     def __repr__(self) -> str:

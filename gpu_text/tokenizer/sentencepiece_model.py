@@ -43,14 +43,14 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from gpu_text.tokenizer.bpe import PieceType, piece_problem
-from gpu_text.tokenizer.normalizer import Normalizer, decode_precompiled_charsmap
+from gpu_text.tokenizer.normalizer import Normalizer, PrecompiledCharsmap
 
 MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}
 _VARINT, _FIXED64, _LENGTH, _START_GROUP, _END_GROUP, _FIXED32 = range(6)
@@ -83,7 +83,7 @@ class SentencePieceModel:
     remove_extra_whitespaces: bool = True
     escape_whitespaces: bool = True
     normalizer_name: str = ""
-    charsmap_pairs: tuple[tuple[bytes, bytes], ...] = ()
+    charsmap_pairs: Sequence[tuple[bytes, bytes]] = ()
     unk_id: int = 0
     bos_id: int = 1
     eos_id: int = 2
@@ -281,11 +281,11 @@ def _parse(buf: bytes) -> SentencePieceModel:
     if model_type not in (1, 2):
         raise SentencePieceModelError(f"only UNIGRAM and BPE models (model_type=1, 2) can be imported; this one is "
                                       f"{name} (model_type={model_type})")
-    pairs: tuple[tuple[bytes, bytes], ...] = ()
+    pairs: Sequence[tuple[bytes, bytes]] = ()
     at, blob = spec.pop("charsmap", (0, b""))
     if blob:
         try:
-            pairs = tuple(decode_precompiled_charsmap(blob))
+            pairs = PrecompiledCharsmap(blob).check()
         except ValueError as exc:
             raise SentencePieceModelError(f"malformed SentencePiece model: the precompiled_charsmap at byte {at} "
                                           f"(ModelProto.normalizer_spec field 2) is bad: {exc}") from None
@@ -294,6 +294,25 @@ def _parse(buf: bytes) -> SentencePieceModel:
     _check_pieces(model, piece_at)
     _refuse_unsupported(model)
     return model
+
+
+def model_type_of(buf: bytes) -> str | None:
+    """The ``model_type`` of a serialized ``ModelProto`` ("UNIGRAM", "BPE", ...) without reading
+    its pieces; None when ``buf`` is not one (the full reader says what is wrong).
+
+    >>> model_type_of(b"\\x12\\x02\\x18\\x02"), model_type_of(b"\\x12\\x00"), model_type_of(b"\\xff")
+    ('BPE', 'UNIGRAM', None)
+    """
+    try:
+        for number, _, span in _Reader(buf, 0, len(buf), "ModelProto").fields():
+            if number == 2:
+                for inner, wire, value in _Reader(buf, span[0], span[1], "ModelProto.trainer_spec").fields():
+                    if inner == 3 and wire == _VARINT:
+                        return MODEL_TYPES.get(_signed32(value), str(value))
+                return MODEL_TYPES.get(1)
+    except (SentencePieceModelError, TypeError):
+        return None
+    return None
 
 
 def _check_pieces(model: SentencePieceModel, piece_at: list[int]) -> None:
