@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     from gpu_text.warmup import compile_notice
 
     try:
-        with compile_notice(args.command):  # one line on stderr if this run has to compile kernels
+        with compile_notice(args.command, args=args):  # one line on stderr if this run compiles kernels
             return int(args.run(args))
     except Exception as exc:  # bad input of any kind: one line, never a traceback (unless asked for)
         if debugging(args):

@@ -81,19 +81,61 @@ class CompileNotice:
 
 
 @contextlib.contextmanager
-def compile_notice(command: str | None, stream: TextIO | None = None) -> Iterator[CompileNotice | None]:
+def compile_notice(command: str | None, stream: TextIO | None = None,
+                   args: Any = None) -> Iterator[CompileNotice | None]:
     """While the block runs, say once on ``stream`` (stderr) that kernels are being compiled, if
     any are; nothing for the commands of :data:`NO_KERNELS` or with ``$GPU_TEXT_COMPILE_NOTICE=0``.
+    With the command's parsed ``args``, its later kernels are compiled in a second process when
+    they are not cached yet (:func:`ahead_plan`); that process is ended when the block ends.
 
     >>> with compile_notice("score") as notice:
     ...     print(notice)
     None
     """
-    if command in NO_KERNELS or os.environ.get(NOTICE_VAR, "1").strip() == "0":
-        yield None
-        return
-    with _listening(CompileNotice(stream or sys.stderr)) as notice:
+    quiet = command in NO_KERNELS or os.environ.get(NOTICE_VAR, "1").strip() == "0"
+    with contextlib.ExitStack() as stack:
+        notice = None if quiet else stack.enter_context(_listening(CompileNotice(stream or sys.stderr)))
+        plan = ahead_plan(args) if args is not None and command not in NO_KERNELS else None
+        if plan is not None:
+            from gpu_text.backend import get_backend
+
+            compile_ahead = get_backend("cpu").ops("compile_ahead")
+            stack.callback(compile_ahead.stop)
+            if compile_ahead.start(plan) and notice is not None:
+                notice.on_start(None)  # the child compiles: say so even if nothing compiles here
         yield notice
+
+
+def ahead_plan(args: Any) -> str | None:
+    """The compile-ahead plan (``cpu_fallback.compile_ahead.PLANS``) for a command's parsed
+    arguments: only on the CPU backend, in one process (not ``--workers``/``--devices`` jobs),
+    for the commands whose first run compiles for more than ~10 s on two cores.
+
+    >>> import argparse
+    >>> ahead_plan(argparse.Namespace(command="train-tokenizer", method="bytepiece", backend="cpu"))
+    'train-bytepiece'
+    >>> ahead_plan(argparse.Namespace(command="score"))
+    """
+    command = getattr(args, "command", None)
+    if command == "tokenize":
+        if getattr(args, "workers", None) not in (None, 1) or getattr(args, "devices", None) is not None:
+            return None
+        from gpu_text.tokenizer.tokenizer_file import model_method
+
+        method = model_method(args.model) if getattr(args, "model", None) else None
+        plan = f"tokenize-{method}"
+    elif command == "train-tokenizer":
+        plan = f"train-{getattr(args, 'method', 'bpe')}"
+    else:
+        return None
+    from gpu_text.backend import get_backend
+
+    try:
+        if get_backend(getattr(args, "backend", None)).name != "cpu":
+            return None
+    except Exception:  # the command reports a backend that cannot run
+        return None
+    return plan if plan in get_backend("cpu").op("compile_ahead", "PLANS") else None
 
 
 @contextlib.contextmanager

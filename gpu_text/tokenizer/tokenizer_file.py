@@ -166,5 +166,40 @@ def model_file_kind(path: str | os.PathLike) -> str:
     return "sentencepiece"
 
 
-__all__ = ["FORMAT", "TokenizerFileError", "model_file_kind", "model_from_spec", "model_to_spec", "read_tokenizer_file",
+def model_method(path: str | os.PathLike) -> str | None:
+    """The model a model file holds, ``"bpe"``, ``"unigram"`` or ``"bytepiece"``, read cheaply (no
+    pieces are decoded, no table is built: the command line asks before loading, to choose what
+    to compile ahead, :mod:`gpu_text.warmup`); None when the file does not say or cannot be read.
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "a").write_text('{"format": "gpu_text.Tokenizer/1", "model": {"type": "unigram"}}')
+    >>> _ = (folder / "b").write_text("[CounterSpec]\\nmethod=bytepiece\\n")
+    >>> _ = (folder / "c").write_bytes(b"\\x12\\x02\\x18\\x02")
+    >>> [model_method(folder / n) for n in "abc"]
+    ['unigram', 'bytepiece', 'bpe']
+    """
+    try:
+        kind = model_file_kind(path)
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if kind == "tokenizer":
+        try:
+            model = json.loads(data).get("model", {})
+        except (ValueError, AttributeError):
+            return None
+        return model.get("type", "bpe") if isinstance(model, dict) else None
+    if kind == "model_file":  # the seed's [CounterSpec] says method=bytepiece; BPE files say sentencepiece
+        for line in data[:4096].decode("utf-8", "replace").splitlines():
+            if line.strip().startswith("method="):
+                return "bytepiece" if line.split("=", 1)[1].strip() == "bytepiece" else "bpe"
+        return "bpe"
+    from gpu_text.tokenizer.sentencepiece_model import model_type_of
+
+    return {"BPE": "bpe", "UNIGRAM": "unigram"}.get(model_type_of(data) or "")
+
+
+__all__ = ["FORMAT", "TokenizerFileError", "model_file_kind", "model_method", "model_from_spec", "model_to_spec", "read_tokenizer_file",
            "write_tokenizer_file"]

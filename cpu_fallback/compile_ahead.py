@@ -1,0 +1,268 @@
+"""Compiling a command's later kernels in a second process while this one compiles the earlier
+ones, so that a first run (an empty Numba cache) on two cores waits for the longer half of the
+compiling rather than for the whole. No CUDA twin: build machinery, like :mod:`cpu_fallback.jit`.
+
+A plan (:data:`PLANS`) names, for one command, the kernels a child process compiles (``there``,
+in the order the command first calls them) and those this process compiles first (``here``: kernels
+that ``there``'s kernels call, which the child then loads from the disk cache instead of compiling
+them a second time), each for the argument types the command calls it with
+(``tests/test_compile_ahead.py`` runs the commands and checks them). :func:`start` starts the child
+when a ``there`` kernel is not in the disk cache, and makes each such kernel's first call wait until
+the child has compiled it (the call then loads it from the disk cache, :class:`_Waiting`).
+
+Whatever goes wrong (the child cannot start, fails, is killed, cannot write the cache, or
+compiles other types than the call needs) the kernel compiles here on its first call, as it
+would without a plan; results never depend on which process compiled. :func:`stop` ends the
+child if it still runs and reaps it; the command line calls it when the command ends (normally,
+on an error or on Ctrl-C). ``$GPU_TEXT_COMPILE_AHEAD=0`` turns plans off; with one core there is
+no child either.
+
+>>> [str(t) for t in parse_signature("u1[] (i4[,] u1[]!) i8 b1 {i8:i8}")]
+['array(uint8, 1d, C)', 'Tuple(array(int32, 2d, C), readonly array(uint8, 1d, C))', 'int64', 'bool', 'DictType[int64,int64]<iv=None>']
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+DISABLE_VAR = "GPU_TEXT_COMPILE_AHEAD"  # "0": never start a child
+WAIT_SECONDS = 600.0  # the longest a first call waits for the child before compiling here instead
+
+# A kernel is "module.function: signature", the signature in short: a NumPy type code (i1 i2 i4
+# i8 u1 u4 u8 f4 f8; b1 is bool) is a scalar; with [] a C-contiguous 1-D array, [,] 2-D; a
+# trailing ! makes the array read-only (a model file's bytes); (...) is a tuple, {k:v} a typed dict.
+_NORMALIZE_ROW = ("normalizer.normalize_row: i4[] i4[] u1[] u1[] u1[] i8[] u1[] i8 i8 u1[] i8 i8 u1[]! u1[] i8[] i8 "
+                  "b1 b1 i4[] i8[]")
+_MERGE_TABLES = ("merge_tables.piece_chars: u1[]! i8[]", "merge_tables.table_of: u8[] i4[]",
+                 "merge_tables._pair_keys: u1[]! i8[] i4[] u8[] i4[] i4[] i4[] u1[] u1[]")
+_UTF8_STATS = ("utf8.utf8_string_stats: u1[] i8[]", "utf8._decode_into: u1[] i8[] i8[] u4[] i4[]")
+_LATTICE = ("trie._span_matches: i4[] i4[] u1[] u1[] u1[]{model} i8[] i8[] i8[] i8[] i8[] i4[] b1",
+            "lattice._route_spans: u1[]{model} i8[] i8[] i8[] i8[] i4[] i8[] f8[] f8 i8 i8 i8[] f8[] i8[] i4[]",
+            "lattice._emit_spans: i8[] i8[] i8[] i8[] i4[] i8[] i8[] i8[] i4[]")
+
+# plan: (here, there), each in the order the command first calls them. Measured on two cores, an
+# empty cache (python -m benchmarks cold_start): each plan's ``there`` is about half the compiling.
+PLANS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # here the model's tables (trie, merge tables) and the normalizer; there the row encoder
+    "tokenize-bpe": ((_NORMALIZE_ROW,), (
+        "bpe.encode_pre_token: u1[] i8 i8 f4[] u8[] i4[] u8[] i4[] u8[] i4[] i4[] i4[] i4[] i8[,] i8 i8[] i4[] i4[] f4[]",
+        "tokenizer._encode_rows: u1[] i8[] i8 i8 (i4[] i4[] u1[] u1[] u1[] i8[]) u1[] i8 i8 i8 i4[] i4[,] u1[] u4 f4[] "
+        "u8[] i4[] u8[] i4[] u8[] i4[] i4[] i4[] i4 b1 (i4[] i4[] u1[] u1[]) i8[,] (i8[,] i4[,] i4[,] f4[,])")),
+    # here the normalizer's trie and rows; there the pre-tokenizer and the lattice
+    "tokenize-bytepiece": ((), (
+        "pre_tokenizer._cuts: i8 i8 u1[] i8[] u1[,] u4 u1[]",
+        "pre_tokenizer._scan: i8 i8 u1[] i8[] i8[] i4[,] u1[] u4 u1[]",
+        *(k.format(model="") for k in _LATTICE))),
+    # here the tables; there the row encoder
+    "tokenize-unigram": ((), (
+        "unigram_rows._encode_rows: u1[] i8[] i8 i8 (i4[] i4[] u1[] u1[] u1[] i8[]) u1[] i8 i8 i8 i4[] b1 i4[,] i4[] "
+        "i8[] i4[] f8[] f8 i4 b1 i4[] b1",)),
+    # here reading, normalizing, pre-tokenizing and counting; there the merges and the model's tables
+    "train-bpe": ((), (
+        *_UTF8_STATS, "bpe_trainer.new_seen_table: ", "merge_tables.empty_table: i8",
+        "bpe_trainer.build_pairs: i4[] i4[] i8[] i8 i8 u8[] i4[] i4[] i4[] i4[] i4[] i8[] i4[] i4[] i1[] i4[] i4[] i4[] i8[]",
+        "bpe_trainer.train_steps: i8 i8 i8 i8 i8 i4[] i4[] i4[] i8[] i4[] i4[] i4[] i4[] i4[] i8[] i4[] i4[] i1[] i4[] "
+        "i4[] i8[] i4[] i4[] i8[] u8[] i4[] {i8:i8} i4[] i4[] i4[] i4[]",
+        *_MERGE_TABLES)),
+    # here reading, normalizing, pre-tokenizing and n-gram counting; there the byte Viterbi, the seed's
+    # orders and the lattice
+    "train-bytepiece": ((), (
+        "bytepiece_trainer.byte_viterbi_starts: u1[] i8[] i8[] u8[] f8[]",
+        "bytepiece_trainer.cxx_string_hashes: u1[]! i8[]",
+        "bytepiece_trainer.cxx_iteration_order: u8[] i8[] i8[]",
+        *(k.format(model="!") for k in _LATTICE),
+        "bytepiece_trainer.cxx_sort_by_count: i8[]")),
+    # here reading, normalizing, pre-tokenizing and counting; there the seeds and EM
+    "train-unigram": ((), (
+        *_UTF8_STATS, "unigram_trainer.run_ends: i4[] i8[]", "unigram_trainer.lcp_capped: i4[] i8[] i8[] i8",
+        "unigram_trainer.seed_nodes: i8[] i8[] i8[] f8[] i8 f8 i8[] i8[] i8[] f8[]",
+        "unigram_trainer.build_edges: i4[] i8[] i8[] i8[] i8[] i8[]",
+        "unigram_trainer.e_step: i8[] f8[] i8[] i2[] i4[] f8[] f8 i8 i8 f8[]",
+        "unigram_trainer.compact_edges: i8[] i2[] i4[] i8[]")),
+}
+
+_CODES = {"u1": "uint8", "u2": "uint16", "u4": "uint32", "u8": "uint64", "i1": "int8", "i2": "int16",
+          "i4": "int32", "i8": "int64", "f4": "float32", "f8": "float64", "b1": "boolean"}
+_TOKEN = re.compile(r"[(){}:]|([uifb][1248])(\[,?\])?(!)?")
+
+
+def parse_signature(text: str) -> tuple:
+    """The Numba argument types that ``text`` (the short form of :data:`PLANS`) stands for."""
+    from numba.core import types
+
+    stack: list[list[Any]] = [[]]
+    for match in _TOKEN.finditer(text):
+        token = match.group(0)
+        if token in "({":
+            stack.append([])
+        elif token == ")":
+            items = stack.pop()
+            stack[-1].append(types.Tuple(items))
+        elif token == "}":
+            key, value = stack.pop()
+            stack[-1].append(types.DictType(key, value))
+        elif token != ":":
+            code, dims, readonly = match.groups()
+            scalar = getattr(types, _CODES[code])
+            stack[-1].append(scalar if dims is None else
+                             types.Array(scalar, dims.count(",") + 1, "C", readonly=readonly is not None))
+    if len(stack) != 1:
+        raise ValueError(f"unbalanced brackets in signature {text!r}")
+    return tuple(stack[0])
+
+
+def _kernel(entry: str) -> tuple[Any, tuple]:
+    """The dispatcher and argument types of a plan's entry ``"module.function: signature"``."""
+    name, signature = entry.split(":", 1)
+    module, function = name.strip().rsplit(".", 1)
+    return getattr(importlib.import_module(f"{__package__}.{module}"), function), parse_signature(signature)
+
+
+def _is_cached(dispatcher: Any, signature: tuple) -> bool:
+    """Whether ``dispatcher`` has ``signature`` compiled, in memory or in its disk cache (an error
+    reading Numba's index counts as cached: no child for it)."""
+    if signature in dispatcher.overloads:
+        return True
+    try:
+        cache = dispatcher._cache
+        key = cache._index_key(signature, dispatcher.targetctx.codegen())
+        return key in cache._cache_file._load_index()
+    except Exception:
+        return True
+
+
+class _Child:
+    """The child process of a plan: compiles its kernels in order, printing each one's index when done."""
+
+    def __init__(self, entries: list[str]) -> None:
+        self.done = [threading.Event() for _ in entries]
+        root = Path(__file__).resolve().parents[__name__.count(".")]  # the folder holding this package
+        path = os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])
+        self.process = subprocess.Popen([sys.executable, "-m", __name__, *entries], env=dict(os.environ, PYTHONPATH=path),
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        text=True)
+        self.reader = threading.Thread(target=self._read, name="compile-ahead", daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        try:
+            for line in self.process.stdout:
+                if line.strip().isdigit() and int(line) < len(self.done):
+                    self.done[int(line)].set()
+        finally:  # the child ended (or its pipe broke): nothing more to wait for
+            for event in self.done:
+                event.set()
+
+    def wait(self, index: int, seconds: float) -> None:
+        """Wait until the child has compiled entry ``index`` or ended; end it when ``seconds`` pass first."""
+        if not self.done[index].wait(seconds):
+            self.stop()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.reader.join(5)
+        self.process.stdout.close()
+
+
+class _Waiting:
+    """Put on a dispatcher as its ``compile`` while the child compiles it: Numba calls ``compile``
+    for a call with new types (from Python, or while typing a caller), so the first call waits
+    for the child here, then compiles as usual, which now finds the child's code in the disk cache."""
+
+    def __init__(self, dispatcher: Any, child: _Child, index: int) -> None:
+        self.dispatcher, self.child, self.index = dispatcher, child, index
+
+    def __call__(self, sig: Any) -> Any:
+        self.child.wait(self.index, WAIT_SECONDS)
+        _restore(self.dispatcher)
+        return self.dispatcher.compile(sig)
+
+
+_CHILDREN: list[_Child] = []
+_WAITING: list[Any] = []  # the dispatchers whose compile is a _Waiting
+_LOCK = threading.RLock()
+
+
+def _restore(dispatcher: Any) -> None:
+    with _LOCK:
+        if isinstance(dispatcher.__dict__.get("compile"), _Waiting):
+            del dispatcher.__dict__["compile"]
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def start(plan: str) -> bool:
+    """Start ``plan``: if any of its ``there`` kernels is missing from the cache (and this process
+    may use two cores), start the child that compiles them, then compile the ``here`` kernels.
+    True when a child was started. Its kernels' first calls wait for it (see :class:`_Waiting`)."""
+    here, there = PLANS[plan]
+    if os.environ.get(DISABLE_VAR, "1").strip() == "0" or _cpus() < 2:
+        return False
+    try:
+        kernels = [_kernel(entry) for entry in there]
+        missing = [i for i, (dispatcher, signature) in enumerate(kernels)
+                   if not _is_cached(dispatcher, signature) and "compile" not in dispatcher.__dict__]
+    except Exception:  # a kernel that does not import here would not import in a child either
+        return False
+    if not missing:
+        return False
+    with _LOCK:
+        try:
+            child = _Child([there[i] for i in missing])
+        except OSError:
+            return False
+        _CHILDREN.append(child)
+        for index, i in enumerate(missing):
+            dispatcher = kernels[i][0]
+            dispatcher.compile = _Waiting(dispatcher, child, index)
+            _WAITING.append(dispatcher)
+    for entry in here:
+        _compile(entry)
+    return True
+
+
+def _compile(entry: str) -> None:
+    dispatcher, signature = _kernel(entry)
+    dispatcher.compile(signature)
+
+
+def stop() -> None:
+    """End every child still running (their kernels then compile here on first use), reap it and
+    give the dispatchers their own ``compile`` back."""
+    with _LOCK:
+        children, waiting = list(_CHILDREN), list(_WAITING)
+        _CHILDREN.clear()
+        _WAITING.clear()
+        for dispatcher in waiting:
+            _restore(dispatcher)
+    for child in children:
+        child.stop()
+
+
+def _main(entries: list[str]) -> int:
+    """The child: compile each kernel (Numba writes it to the disk cache) and print its index."""
+    for index, entry in enumerate(entries):
+        _compile(entry)
+        print(index, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
