@@ -87,7 +87,8 @@ lattice_id_counts(const u8* __restrict__ data, const i64* __restrict__ token_off
         if (kind < 0 && finish == GT_LT_LOOKUP) {
             // the piece the fallback character spells (every piece but those holding a NUL byte)
             int pos = 0;
-            for (i64 b = starts[t]; b < ends[t] && pos >= 0; ++b) pos = trie_step(state, check, label, trie_size, pos, data[b]);
+            for (i64 b = starts[t]; b < ends[t] && pos >= 0; ++b)
+                pos = trie_step(state, check, label, trie_size, pos, data[b]);
             kind = pos >= 0 ? trie_value(state, check, label, eow, trie_size, pos) : -1;
             kind = kind >= 0 ? kind : GT_LT_BYTES;
         } else if (kind < 0 && finish == GT_LT_MERGE) {

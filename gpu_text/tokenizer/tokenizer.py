@@ -173,19 +173,14 @@ class Tokenizer:
         normalized = self.normalizer.normalize(batch, be, with_alignment=with_offsets)
         text = normalized.text
         pre_tokenizer = self.pre_tokenizer
-        marked = getattr(self.model, "encode_marked", None)  # BPE's; the other models take starts and ends
-        if marked is not None and self.user_symbols is None and pre_tokenizer.segmenter is None:
-            marks = pre_tokenizer.marks(text, be)
-            values, id_starts, id_ends, row_offsets = marked(text.data, text.offsets, marks, be)
-            ids = RaggedArray(values, row_offsets, check=False)
-            if not with_offsets:
-                return ids, None, None
-            encoded = EncodedPreTokens(values, id_starts, id_ends, row_offsets)
-            return ids, *self._original_spans(text, normalized.alignment, encoded, row_offsets, be.xp)
-        rows = getattr(self.model, "encode_rows", None)  # the lattice models': every step after the split in one op
-        if rows is not None and self.user_symbols is None and pre_tokenizer.segmenter is None:
-            marks = None if pre_tokenizer.split == "none" else pre_tokenizer.marks(text, be)
-            values, id_starts, id_ends, row_offsets = rows(text.data, text.offsets, marks, be)
+        marked = getattr(self.model, "encode_marked", None)  # BPE's
+        rows = getattr(self.model, "encode_rows", None)  # the lattice models': a whole row is one lattice
+        if (marked is not None or rows is not None) and self.user_symbols is None and pre_tokenizer.segmenter is None:
+            if marked is not None:
+                encode, marks = marked, pre_tokenizer.marks(text, be)
+            else:
+                encode, marks = rows, None if pre_tokenizer.split == "none" else pre_tokenizer.marks(text, be)
+            values, id_starts, id_ends, row_offsets = encode(text.data, text.offsets, marks, be)
             ids = RaggedArray(values, row_offsets, check=False)
             if not with_offsets:
                 return ids, None, None

@@ -7,7 +7,8 @@ the model, as for BPE), so ``user_symbols`` is off. Plain encoding runs on the C
 encoder (``cpu_fallback/unigram_rows.py``: normalize, walk the trie and solve the lattice per row),
 on a GPU the normalizer, then every later step in one op (``lattice_encode``,
 ``cuda/lattice_tokens.cu``: the trie's prefix search, ``lattice_viterbi``'s kernels, the unknown
-tokens' ids; three host reads per call, the tables kept on the device), with the same ids. Sampling (``enable_sampling``) and n-best run on the host, one text at a time.
+tokens' ids; three host reads per call, the tables kept on the device), with the same ids.
+Sampling (``enable_sampling``) and n-best run on the host, one text at a time.
 """
 from __future__ import annotations
 

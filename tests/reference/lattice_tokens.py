@@ -30,9 +30,9 @@ def lattice_encode(data, offsets, marks, trie, weights, fallback_weight, max_edg
         spans = list(zip(cuts, cuts[1:]))
         edges = trie_prefix_search(*trie, np.frombuffer(raw, np.uint8), np.array([a for a, _ in spans], np.int64),
                                    np.array([b for _, b in spans], np.int64))
-        t_starts, t_ends, t_values, t_offsets = lattice_viterbi(np.frombuffer(raw, np.uint8), [a for a, _ in spans], [b for _, b in spans],
-                                                                *edges, weights, fallback_weight, max_edges_per_start,
-                                                                mode)
+        t_starts, t_ends, t_values, t_offsets = lattice_viterbi(
+            np.frombuffer(raw, np.uint8), [a for a, _ in spans], [b for _, b in spans], *edges, weights,
+            fallback_weight, max_edges_per_start, mode)
         for s in range(len(spans)):
             previous_unknown = False
             for k in range(int(t_offsets[s]), int(t_offsets[s + 1])):
