@@ -1,6 +1,7 @@
 """``python -m benchmarks [NAME ...] [--repeat N] [--quick] [--out DIR]``: run and report benchmarks
 (a ``NAME.md`` and ``NAME.json`` each); ``python -m benchmarks cold_start``: every command's first
-run on an empty cache and its second run (:mod:`benchmarks.cold_start`);
+run on an empty cache and its second run (:mod:`benchmarks.cold_start`); ``python -m benchmarks
+bulk_cli``: ``gpu-text tokenize`` end to end against in-process encoding (:mod:`benchmarks.bulk_cli`);
 ``python -m benchmarks report [--quick] [--out DIR] [NAME ...]``: all of them, the size sweep and
 the training curves in one ``REPORT.md`` with plots (:mod:`benchmarks.report`)."""
 from __future__ import annotations
@@ -23,6 +24,10 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.cold_start import main as cold_start_main
 
         return cold_start_main(argv[1:])
+    if argv[:1] == ["bulk_cli"]:  # the CLI job end to end vs in-process encode, fresh processes
+        from benchmarks.bulk_cli import main as bulk_cli_main
+
+        return bulk_cli_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("names", nargs="*", default=BENCHMARKS, help=f"benchmarks to run (default: all of {BENCHMARKS})")
     parser.add_argument("--repeat", type=int, default=5, help="timed repetitions; the median is reported")

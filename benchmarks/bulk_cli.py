@@ -1,0 +1,154 @@
+"""``python -m benchmarks bulk_cli [--input FILE] [--model MODEL] [--size-mb N] [--repeat N] [--out DIR]``:
+the bulk job as users run it against the encoder it is built on, on the CPU backend.
+
+In-process: ``Tokenizer.encode`` over the input's 16 MB chunks already in memory (ids brought to
+numpy), the best of ``--repeat``. Then ``gpu-text tokenize`` in a fresh process, start-up, reading
+and writing included, into Parquet and Megatron, and the same job as 8 shards with
+``--workers 2`` (``--output-dir``): wall seconds, MB/s of input, the ratio to in-process, CPU
+seconds and the peak RSS of each process (``wait4``; with workers, the largest of the job's
+processes). The input defaults to the shared corpora (zh and en lines) repeated to ``--size-mb``;
+the model to a 16k BPE trained by sentencepiece on a part of them. Each figure comes with the
+load average when it was taken: on a shared machine a wall time is only as good as the load.
+Writes ``bulk_cli.md`` and ``bulk_cli.json`` under ``--out``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SHARDS = 8
+
+
+def build_input(folder: Path, size_mb: int) -> Path:
+    """The zh and en corpora's lines, alternating blocks, repeated to ``size_mb`` MiB."""
+    from benchmarks.corpora import load_lines
+
+    block = b"".join(line + b"\n" for name in ("zh", "en") for line in load_lines(name, 64 << 20)[0])
+    path = folder / "input.txt"
+    target = size_mb << 20
+    with open(path, "wb") as out:
+        written = 0
+        while written < target:
+            piece = block[:target - written]
+            out.write(piece)
+            written += len(piece)
+    return path
+
+
+def split_shards(path: Path, folder: Path) -> Path:
+    """``path`` cut at line ends into :data:`SHARDS` files of about equal size."""
+    data = path.read_bytes()
+    shards = folder / "shards"
+    shards.mkdir()
+    start = 0
+    for k in range(SHARDS):
+        end = len(data) if k == SHARDS - 1 else data.index(b"\n", (k + 1) * len(data) // SHARDS) + 1
+        (shards / f"part-{k:02d}.txt").write_bytes(data[start:end])
+        start = end
+    return shards
+
+
+def train_model(folder: Path) -> str:
+    import sentencepiece as spm
+
+    from benchmarks.corpora import load_lines
+
+    corpus = folder / "train.txt"
+    corpus.write_bytes(b"\n".join(load_lines("zh", 24 << 20)[0] + load_lines("en", 8 << 20)[0]))
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(folder / "sp16k"), model_type="bpe",
+                                   vocab_size=16000, byte_fallback=True, character_coverage=0.9995, num_threads=2,
+                                   minloglevel=2, input_sentence_size=300_000, shuffle_input_sentence=False)
+    return str(folder / "sp16k.model")
+
+
+def in_process(model: str, path: Path, repeat: int) -> dict[str, float]:
+    from gpu_text.documents import iter_documents
+    from gpu_text.tokenizer.bulk import load_tokenizer
+
+    tokenizer = load_tokenizer(model)
+    batches = [documents.batch for documents in iter_documents(str(path))]
+    tokenizer.encode(batches[0], backend="cpu")
+    best: dict[str, float] = {}
+    for _ in range(repeat):
+        load = os.getloadavg()[0]
+        wall, cpu = time.perf_counter(), time.process_time()
+        for batch in batches:
+            tokenizer.encode(batch, backend="cpu").ids.to_numpy()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        if not best or wall < best["wall_s"]:
+            best = {"wall_s": wall, "cpu_s": cpu, "load": load}
+    return best
+
+
+def cli_run(argv: list[str]) -> dict[str, float]:
+    """One ``gpu-text`` run in a fresh process: wall, CPU (with its children) and peak RSS."""
+    load = os.getloadavg()[0]
+    wall = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-m", "gpu_text.cli", *argv], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, env=dict(os.environ, GPU_TEXT_PROGRESS="0"))
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - wall
+    error = child.stderr.read().decode(errors="replace") if child.stderr else ""
+    if status != 0:
+        raise RuntimeError(f"gpu-text {' '.join(argv)} failed: {error[-2000:]}")
+    summary = json.loads(error.strip().splitlines()[-1])
+    peak = max([usage.ru_maxrss / 1024] + [w.get("peak_rss_mb") or 0 for w in summary.get("workers", [])])
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": peak, "load": load}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks bulk_cli", description=__doc__)
+    parser.add_argument("--input", type=Path, default=None, help="a text file (default: the corpora repeated)")
+    parser.add_argument("--model", default=None, help="a tokenizer model (default: a 16k sentencepiece BPE)")
+    parser.add_argument("--size-mb", type=int, default=1024, help="size of the generated input (MiB)")
+    parser.add_argument("--repeat", type=int, default=2, help="in-process repetitions (the best is kept)")
+    parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="gpu-text-bulk-") as scratch:
+        folder = Path(scratch)
+        path = args.input or build_input(folder, args.size_mb)
+        shards = split_shards(path, folder)
+        model = args.model or train_model(folder)
+        size = path.stat().st_size
+        subprocess.run([sys.executable, "-m", "gpu_text.cli", "tokenize", "--model", model, str(shards / "part-00.txt"),
+                        str(folder / "warm.parquet")], check=True, capture_output=True)  # caches filled beforehand
+        rows: list[dict[str, Any]] = [{"run": "in-process Tokenizer.encode", **in_process(model, path, args.repeat)}]
+        for fmt in ("parquet", "megatron"):
+            out = folder / f"out-{fmt}"
+            rows.append({"run": f"CLI {fmt}", **cli_run(["tokenize", "--model", model, str(path), str(out),
+                                                         "--output-format", fmt])})
+            for name in os.listdir(folder):
+                if name.startswith(f"out-{fmt}"):
+                    os.unlink(folder / name)
+        for fmt in ("parquet", "megatron"):
+            rows.append({"run": f"CLI --workers 2 {fmt} ({SHARDS} shards)",
+                         **cli_run(["tokenize", "--model", model, str(shards), "--output-dir", str(folder / f"dir-{fmt}"),
+                                    "--workers", "2", "--output-format", fmt])})
+    base = rows[0]["wall_s"]
+    for row in rows:
+        row["mb_per_s"] = size / 1e6 / row["wall_s"]
+        row["vs_in_process"] = base / row["wall_s"]
+    lines = [f"# Bulk job vs in-process encode ({size / 2**20:.0f} MiB, CPU backend, {os.cpu_count()} CPUs, "
+             f"{platform.processor() or platform.machine()})", "",
+             "| run | wall s | MB/s | vs in-process | CPU s | peak RSS MiB | load |", "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['run']} | {row['wall_s']:.2f} | {row['mb_per_s']:.1f} | {row['vs_in_process']:.2f} | "
+                     f"{row['cpu_s']:.2f} | {row.get('peak_rss_mb', float('nan')):.0f} | {row['load']:.2f} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "bulk_cli.md").write_text(text)
+    (args.out / "bulk_cli.json").write_text(json.dumps({"bytes": size, "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
