@@ -4,7 +4,8 @@ run (the same caches, now warm), each in a fresh process on the CPU backend, on 
 inputs (:data:`gpu_text.warmup.WARMUPS`), so that what is measured is start-up and compiling.
 
 Each run's wall seconds and CPU seconds (the process and its children: the compile-ahead child of
-:mod:`cpu_fallback.compile_ahead` included) are reported, the median of ``--repeat`` (a fresh cache
+:mod:`cpu_fallback.compile_ahead` included) are reported, and what it would take on two idle cores
+(:func:`idle_seconds`, reckoned from CPU seconds: the figure to compare on a shared machine), the median of ``--repeat`` (a fresh cache
 each time for the cold runs; in brackets the CPU seconds of the command's own process, without the
 child), with the load average before the runs: on a shared machine the wall
 time is only as good as the load. ``--no-ahead`` sets ``GPU_TEXT_COMPILE_AHEAD=0`` (everything
@@ -73,9 +74,24 @@ def run_once(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:
             raise RuntimeError(f"gpu-text {' '.join(argv)} failed: {done.stderr.strip()[-500:]}")
-        own = json.load(usage)["cpu"]
+        own = json.load(usage)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall": wall, "cpu": cpu, "cpu_main": own, "notices": done.stderr.count(NOTICE), "load": load}
+    return {"wall": wall, "cpu": cpu, "cpu_main": own["cpu"], "idle": idle_seconds(own["cpu"], own["waits"]),
+            "notices": done.stderr.count(NOTICE), "load": load}
+
+
+def idle_seconds(main_cpu: float, waits: list[list[Any]]) -> float:
+    """What a run takes on two idle cores, reckoned from CPU seconds (which a busy machine inflates
+    far less than wall seconds): the main process's CPU seconds plus its waits for the compile-ahead
+    child, had the child run on the other core from its start (``cpu_fallback.compile_ahead.WAITS``).
+
+    >>> idle_seconds(6.0, [["k", 4.0, 5.5], ["j", 4.5, 5.8]])  # waits 1.5 s for k, j is ready by then
+    7.5
+    """
+    shift = 0.0
+    for _, at, ready in waits:
+        shift += max(0.0, ready - (at + shift))
+    return main_cpu + shift
 
 
 # gpu-text in a process that also writes its own CPU seconds (without its children) to argv[1]
@@ -84,7 +100,8 @@ from gpu_text.cli import main
 out = sys.argv.pop(1)
 code = main(sys.argv[1:])
 me = resource.getrusage(resource.RUSAGE_SELF)
-json.dump({"cpu": me.ru_utime + me.ru_stime}, open(out, "w"))
+ahead = sys.modules.get("cpu_fallback.compile_ahead")
+json.dump({"cpu": me.ru_utime + me.ru_stime, "waits": ahead.WAITS if ahead else []}, open(out, "w"))
 sys.exit(code)
 """
 
@@ -121,7 +138,7 @@ def measure(names: list[str] | None = None, repeat: int = 1, ahead: bool = True,
                 shutil.rmtree(cache, ignore_errors=True)
             row = {"command": name, "argv": argv, "ahead": ahead, "repeat": repeat,
                    **{f"{kind}_{key}": statistics.median(r[key] for r in runs)
-                      for kind, runs in (("cold", cold), ("warm", warm)) for key in ("wall", "cpu", "cpu_main", "load")},
+                      for kind, runs in (("cold", cold), ("warm", warm)) for key in ("wall", "cpu", "cpu_main", "idle", "load")},
                    "cold_notices": max(r["notices"] for r in cold), "warm_notices": max(r["notices"] for r in warm),
                    "runs": {"cold": cold, "warm": warm}}
             rows.append(row)
@@ -133,18 +150,19 @@ def measure(names: list[str] | None = None, repeat: int = 1, ahead: bool = True,
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The table of :func:`measure`'s rows.
 
-    >>> print(markdown([{"command": "x", "cold_wall": 1, "cold_cpu": 2, "cold_cpu_main": 1.5, "cold_load": 0.5,
-    ...                  "warm_wall": 0.5, "warm_cpu": 0.4, "warm_load": 0.5, "cold_notices": 1, "warm_notices": 0}]))
-    | command | cold wall s | cold CPU s (main process) | warm wall s | warm CPU s | load (1 min) | notices cold / warm |
-    |---|---|---|---|---|---|---|
-    | x | 1.0 | 2.0 (1.5) | 0.5 | 0.4 | 0.5 | 1 / 0 |
+    >>> print(markdown([{"command": "x", "cold_wall": 1, "cold_cpu": 2, "cold_cpu_main": 1.5, "cold_idle": 1.6,
+    ...                  "cold_load": 0.5, "warm_wall": 0.5, "warm_cpu": 0.4, "warm_idle": 0.4, "warm_load": 0.5,
+    ...                  "cold_notices": 1, "warm_notices": 0}]))
+    | command | cold: 2 idle cores s | wall s | CPU s (main process) | warm: 2 idle cores s | wall s | CPU s | load (1 min) | notices cold / warm |
+    |---|---|---|---|---|---|---|---|---|
+    | x | 1.6 | 1.0 | 2.0 (1.5) | 0.4 | 0.5 | 0.4 | 0.5 | 1 / 0 |
     """
-    lines = ["| command | cold wall s | cold CPU s (main process) | warm wall s | warm CPU s | load (1 min) "
-             "| notices cold / warm |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| command | cold: 2 idle cores s | wall s | CPU s (main process) | warm: 2 idle cores s | wall s | CPU s "
+             "| load (1 min) | notices cold / warm |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['command']} | {r['cold_wall']:.1f} | {r['cold_cpu']:.1f} ({r['cold_cpu_main']:.1f}) | "
-                     f"{r['warm_wall']:.1f} | "
+        lines.append(f"| {r['command']} | {r['cold_idle']:.1f} | {r['cold_wall']:.1f} | {r['cold_cpu']:.1f} "
+                     f"({r['cold_cpu_main']:.1f}) | {r['warm_idle']:.1f} | {r['warm_wall']:.1f} | "
                      f"{r['warm_cpu']:.1f} | {max(r['cold_load'], r['warm_load']):.1f} | "
                      f"{r['cold_notices']} / {r['warm_notices']} |")
     return "\n".join(lines)

@@ -23,11 +23,13 @@ no child either.
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import re
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,7 @@ _NORMALIZE_ROW = ("normalizer.normalize_row: i4[] i4[] u1[] u1[] u1[] i8[] u1[] 
                   "b1 b1 i4[] i8[]")
 _MERGE_TABLES = ("merge_tables.piece_chars: u1[]! i8[]", "merge_tables.table_of: u8[] i4[]",
                  "merge_tables._pair_keys: u1[]! i8[] i4[] u8[] i4[] i4[] i4[] u1[] u1[]")
+_LINES = ("lines.count_newlines: u1[] i8", "lines.split_lines: u1[] i8 b1 u1[] i8[]")
 _UTF8_STATS = ("utf8.utf8_string_stats: u1[] i8[]", "utf8._decode_into: u1[] i8[] i8[] u4[] i4[]")
 _LATTICE = ("trie._span_matches: i4[] i4[] u1[] u1[] u1[]{model} i8[] i8[] i8[] i8[] i8[] i4[] b1",
             "lattice._route_spans: u1[]{model} i8[] i8[] i8[] i8[] i4[] i8[] f8[] f8 i8 i8 i8[] f8[] i8[] i4[]",
@@ -49,13 +52,16 @@ _LATTICE = ("trie._span_matches: i4[] i4[] u1[] u1[] u1[]{model} i8[] i8[] i8[] 
 # plan: (here, there), each in the order the command first calls them. Measured on two cores, an
 # empty cache (python -m benchmarks cold_start): each plan's ``there`` is about half the compiling.
 PLANS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    # here the model's tables (trie, merge tables) and the normalizer; there the row encoder
+    # here the normalizer and the model's tables (trie, merge tables); there the line splitter
+    # (the input is read after the model) and the row encoder
     "tokenize-bpe": ((_NORMALIZE_ROW,), (
+        *_LINES,
         "bpe.encode_pre_token: u1[] i8 i8 f4[] u8[] i4[] u8[] i4[] u8[] i4[] i4[] i4[] i4[] i8[,] i8 i8[] i4[] i4[] f4[]",
         "tokenizer._encode_rows: u1[] i8[] i8 i8 (i4[] i4[] u1[] u1[] u1[] i8[]) u1[] i8 i8 i8 i4[] i4[,] u1[] u4 f4[] "
         "u8[] i4[] u8[] i4[] u8[] i4[] i4[] i4[] i4 b1 (i4[] i4[] u1[] u1[]) i8[,] (i8[,] i4[,] i4[,] f4[,])")),
-    # here the normalizer's trie and rows; there the pre-tokenizer and the lattice
+    # here the model's tries and the normalizer; there the line splitter, the pre-tokenizer and the lattice
     "tokenize-bytepiece": ((), (
+        *_LINES,
         "pre_tokenizer._cuts: i8 i8 u1[] i8[] u1[,] u4 u1[]",
         "pre_tokenizer._scan: i8 i8 u1[] i8[] i8[] i4[,] u1[] u4 u1[]",
         *(k.format(model="") for k in _LATTICE))),
@@ -63,6 +69,12 @@ PLANS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "tokenize-unigram": ((), (
         "unigram_rows._encode_rows: u1[] i8[] i8 i8 (i4[] i4[] u1[] u1[] u1[] i8[]) u1[] i8 i8 i8 i4[] b1 i4[,] i4[] "
         "i8[] i4[] f8[] f8 i4 b1 i4[] b1",)),
+    # here reading, the candidates' trie and the corpus's tokens; there the spans, cut and route
+    "train-dict": ((), (
+        "trie._span_matches: i4[] i4[] u1[] u1[] u1[] i8[] i8[] i8[] i8[] i8[] i4[] b1",
+        "segment.forward_longest_match: u1[] i8[] i8[] i8[] i8[] i4[] i8[]",
+        "segment._route: u1[] i8[] i8[] i8[] i8[] i4[] i8[] f8[] f8 f8 b1 i8[] f8[] i8[] i4[]",
+        "segment._emit: i8[] i8[] i8[] i8[] i4[] i8[] i8[] i4[]")),
     # here reading, normalizing, pre-tokenizing and counting; there the merges and the model's tables
     "train-bpe": ((), (
         *_UTF8_STATS, "bpe_trainer.new_seen_table: ", "merge_tables.empty_table: i8",
@@ -137,11 +149,18 @@ def _is_cached(dispatcher: Any, signature: tuple) -> bool:
         return True
 
 
+def _cpu_seconds() -> float:
+    return time.process_time()
+
+
 class _Child:
-    """The child process of a plan: compiles its kernels in order, printing each one's index when done."""
+    """The child process of a plan: compiles its kernels in order, printing each one's index (and
+    its own CPU seconds so far) when done."""
 
     def __init__(self, entries: list[str]) -> None:
         self.done = [threading.Event() for _ in entries]
+        self.cpu = [math.nan] * len(entries)  # the child's CPU seconds when each was done
+        self.started = _cpu_seconds()  # this process's CPU seconds when the child started
         root = Path(__file__).resolve().parents[__name__.count(".")]  # the folder holding this package
         path = os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])
         self.process = subprocess.Popen([sys.executable, "-m", __name__, *entries], env=dict(os.environ, PYTHONPATH=path),
@@ -153,8 +172,10 @@ class _Child:
     def _read(self) -> None:
         try:
             for line in self.process.stdout:
-                if line.strip().isdigit() and int(line) < len(self.done):
-                    self.done[int(line)].set()
+                index, _, cpu = line.partition(" ")
+                if index.isdigit() and int(index) < len(self.done):
+                    self.cpu[int(index)] = float(cpu or "nan")
+                    self.done[int(index)].set()
         finally:  # the child ended (or its pipe broke): nothing more to wait for
             for event in self.done:
                 event.set()
@@ -185,12 +206,18 @@ class _Waiting:
         self.dispatcher, self.child, self.index = dispatcher, child, index
 
     def __call__(self, sig: Any) -> Any:
+        waits_at = _cpu_seconds()
         self.child.wait(self.index, WAIT_SECONDS)
+        WAITS.append((self.dispatcher.py_func.__name__, waits_at, self.child.started + self.child.cpu[self.index]))
         _restore(self.dispatcher)
         return self.dispatcher.compile(sig)
 
 
 _CHILDREN: list[_Child] = []
+# (kernel, this process's CPU seconds when its first call began waiting, the CPU seconds at which
+# it would have been ready had the child run on a core of its own from its start):
+# benchmarks/cold_start.py reckons from these what a first run takes on two idle cores
+WAITS: list[tuple[str, float, float]] = []
 _WAITING: list[Any] = []  # the dispatchers whose compile is a _Waiting
 _LOCK = threading.RLock()
 
@@ -215,26 +242,30 @@ def start(plan: str) -> bool:
     here, there = PLANS[plan]
     if os.environ.get(DISABLE_VAR, "1").strip() == "0" or _cpus() < 2:
         return False
-    try:
-        kernels = [_kernel(entry) for entry in there]
-        missing = [i for i, (dispatcher, signature) in enumerate(kernels)
-                   if not _is_cached(dispatcher, signature) and "compile" not in dispatcher.__dict__]
-    except Exception:  # a kernel that does not import here would not import in a child either
-        return False
+    missing = []
+    for entry in there:
+        try:
+            dispatcher, signature = _kernel(entry)
+        except Exception:  # an entry that does not import or parse here would fail in the child too
+            continue
+        if not _is_cached(dispatcher, signature) and "compile" not in dispatcher.__dict__:
+            missing.append((entry, dispatcher))
     if not missing:
         return False
     with _LOCK:
         try:
-            child = _Child([there[i] for i in missing])
+            child = _Child([entry for entry, _ in missing])
         except OSError:
             return False
         _CHILDREN.append(child)
-        for index, i in enumerate(missing):
-            dispatcher = kernels[i][0]
+        for index, (_, dispatcher) in enumerate(missing):
             dispatcher.compile = _Waiting(dispatcher, child, index)
             _WAITING.append(dispatcher)
     for entry in here:
-        _compile(entry)
+        try:
+            _compile(entry)
+        except Exception:  # compiled (or reported) again where the command calls it
+            pass
     return True
 
 
@@ -257,10 +288,11 @@ def stop() -> None:
 
 
 def _main(entries: list[str]) -> int:
-    """The child: compile each kernel (Numba writes it to the disk cache) and print its index."""
+    """The child: compile each kernel (Numba writes it to the disk cache), print its index and the
+    CPU seconds so far."""
     for index, entry in enumerate(entries):
         _compile(entry)
-        print(index, flush=True)
+        print(index, _cpu_seconds(), flush=True)
     return 0
 
 

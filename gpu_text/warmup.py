@@ -126,6 +126,8 @@ def ahead_plan(args: Any) -> str | None:
         plan = f"tokenize-{method}"
     elif command == "train-tokenizer":
         plan = f"train-{getattr(args, 'method', 'bpe')}"
+    elif command == "train-dict":
+        plan = "train-dict"
     else:
         return None
     from gpu_text.backend import get_backend
