@@ -49,7 +49,8 @@ _LATTICE = ("trie._span_matches: i4[] i4[] u1[] u1[] u1[]{model} i8[] i8[] i8[] 
             "lattice._route_spans: u1[]{model} i8[] i8[] i8[] i8[] i4[] i8[] f8[] f8 i8 i8 i8[] f8[] i8[] i4[]",
             "lattice._emit_spans: i8[] i8[] i8[] i8[] i4[] i8[] i8[] i8[] i4[]")
 
-# plan: (here, there), each in the order the command first calls them. Measured on two cores, an
+# plan: (here, there), each in the order the command first calls them; a command may start
+# several (the command line's gpu_text.warmup.ahead_plans says which). Measured on two cores, an
 # empty cache (python -m benchmarks cold_start): each plan's ``there`` is about half the compiling.
 PLANS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # here the normalizer and the model's tables (trie, merge tables); there the line splitter
@@ -59,12 +60,15 @@ PLANS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         "bpe.encode_pre_token: u1[] i8 i8 f4[] u8[] i4[] u8[] i4[] u8[] i4[] i4[] i4[] i4[] i8[,] i8 i8[] i4[] i4[] f4[]",
         "tokenizer._encode_rows: u1[] i8[] i8 i8 (i4[] i4[] u1[] u1[] u1[] i8[]) u1[] i8 i8 i8 i4[] i4[,] u1[] u4 f4[] "
         "u8[] i4[] u8[] i4[] u8[] i4[] i4[] i4[] i4 b1 (i4[] i4[] u1[] u1[]) i8[,] (i8[,] i4[,] i4[,] f4[,])")),
-    # here the model's tries and the normalizer; there the line splitter, the pre-tokenizer and the lattice
+    # here the model's tries and the normalizer; there the line splitter, the pre-tokenizer, the lattice
     "tokenize-bytepiece": ((), (
         *_LINES,
         "pre_tokenizer._cuts: i8 i8 u1[] i8[] u1[,] u4 u1[]",
         "pre_tokenizer._scan: i8 i8 u1[] i8[] i8[] i4[,] u1[] u4 u1[]",
         *(k.format(model="") for k in _LATTICE))),
+    # the Parquet writer's pages, otherwise compiled after the encoding: here, while the child compiles
+    # the encoder (with a tokenize plan, when the output is Parquet)
+    "parquet": (("parquet_pages.encode_pages: i4[] i8[] i8[] i8 u1[] i8[]",), ()),
     # here the tables; there the row encoder
     "tokenize-unigram": ((), (
         "unigram_rows._encode_rows: u1[] i8[] i8 i8 (i4[] i4[] u1[] u1[] u1[] i8[]) u1[] i8 i8 i8 i4[] b1 i4[,] i4[] "
@@ -235,11 +239,13 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def start(plan: str) -> bool:
-    """Start ``plan``: if any of its ``there`` kernels is missing from the cache (and this process
-    may use two cores), start the child that compiles them, then compile the ``here`` kernels.
-    True when a child was started. Its kernels' first calls wait for it (see :class:`_Waiting`)."""
-    here, there = PLANS[plan]
+def start(*plans: str) -> bool:
+    """Start ``plans`` (one child for all): if any of their ``there`` kernels is missing from the
+    cache (and this process may use two cores), start the child that compiles them, then compile
+    the ``here`` kernels. True when a child was started. Its kernels' first calls wait for it
+    (see :class:`_Waiting`)."""
+    here = [entry for plan in plans for entry in PLANS[plan][0]]
+    there = [entry for plan in plans for entry in PLANS[plan][1]]
     if os.environ.get(DISABLE_VAR, "1").strip() == "0" or _cpus() < 2:
         return False
     missing = []

@@ -86,7 +86,7 @@ def compile_notice(command: str | None, stream: TextIO | None = None,
     """While the block runs, say once on ``stream`` (stderr) that kernels are being compiled, if
     any are; nothing for the commands of :data:`NO_KERNELS` or with ``$GPU_TEXT_COMPILE_NOTICE=0``.
     With the command's parsed ``args``, its later kernels are compiled in a second process when
-    they are not cached yet (:func:`ahead_plan`); that process is ended when the block ends.
+    they are not cached yet (:func:`ahead_plans`); that process is ended when the block ends.
 
     >>> with compile_notice("score") as notice:
     ...     print(notice)
@@ -95,49 +95,65 @@ def compile_notice(command: str | None, stream: TextIO | None = None,
     quiet = command in NO_KERNELS or os.environ.get(NOTICE_VAR, "1").strip() == "0"
     with contextlib.ExitStack() as stack:
         notice = None if quiet else stack.enter_context(_listening(CompileNotice(stream or sys.stderr)))
-        plan = ahead_plan(args) if args is not None and command not in NO_KERNELS else None
-        if plan is not None:
+        plans = ahead_plans(args) if args is not None and command not in NO_KERNELS else ()
+        if plans:
             from gpu_text.backend import get_backend
 
             compile_ahead = get_backend("cpu").ops("compile_ahead")
             stack.callback(compile_ahead.stop)
-            if compile_ahead.start(plan) and notice is not None:
+            if compile_ahead.start(*plans) and notice is not None:
                 notice.on_start(None)  # the child compiles: say so even if nothing compiles here
         yield notice
 
 
-def ahead_plan(args: Any) -> str | None:
-    """The compile-ahead plan (``cpu_fallback.compile_ahead.PLANS``) for a command's parsed
+def ahead_plans(args: Any) -> tuple[str, ...]:
+    """The compile-ahead plans (``cpu_fallback.compile_ahead.PLANS``) for a command's parsed
     arguments: only on the CPU backend, in one process (not ``--workers``/``--devices`` jobs),
     for the commands whose first run compiles for more than ~10 s on two cores.
 
     >>> import argparse
-    >>> ahead_plan(argparse.Namespace(command="train-tokenizer", method="bytepiece", backend="cpu"))
-    'train-bytepiece'
-    >>> ahead_plan(argparse.Namespace(command="score"))
+    >>> ahead_plans(argparse.Namespace(command="train-tokenizer", method="bytepiece", backend="cpu"))
+    ('train-bytepiece',)
+    >>> ahead_plans(argparse.Namespace(command="score"))
+    ()
     """
     command = getattr(args, "command", None)
+    plans = []
     if command == "tokenize":
         if getattr(args, "workers", None) not in (None, 1) or getattr(args, "devices", None) is not None:
-            return None
+            return ()
         from gpu_text.tokenizer.tokenizer_file import model_method
 
-        method = model_method(args.model) if getattr(args, "model", None) else None
-        plan = f"tokenize-{method}"
+        plans.append(f"tokenize-{model_method(args.model) if getattr(args, 'model', None) else None}")
+        if _output_format(args) == "parquet":
+            plans.append("parquet")
     elif command == "train-tokenizer":
-        plan = f"train-{getattr(args, 'method', 'bpe')}"
+        plans.append(f"train-{getattr(args, 'method', 'bpe')}")
     elif command == "train-dict":
-        plan = "train-dict"
+        plans.append("train-dict")
     else:
-        return None
+        return ()
     from gpu_text.backend import get_backend
 
     try:
         if get_backend(getattr(args, "backend", None)).name != "cpu":
-            return None
+            return ()
     except Exception:  # the command reports a backend that cannot run
+        return ()
+    known = get_backend("cpu").op("compile_ahead", "PLANS")
+    return tuple(plan for plan in plans if plan in known) if plans[0] in known else ()
+
+
+def _output_format(args: Any) -> str | None:
+    """The format ``gpu-text tokenize`` writes (as the command tells it), None when unknown."""
+    try:
+        if getattr(args, "output_dir", None) is not None:
+            return args.output_format or "parquet"
+        from gpu_text.outputs import output_format
+
+        return output_format(args.paths[-1], args.output_format)
+    except Exception:
         return None
-    return plan if plan in get_backend("cpu").op("compile_ahead", "PLANS") else None
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ import pytest
 
 from cpu_fallback import compile_ahead
 from gpu_text.cli import main
-from gpu_text.warmup import WARMUPS, _inputs, ahead_plan
+from gpu_text.warmup import WARMUPS, _inputs, ahead_plans
 
 REPO = Path(__file__).resolve().parents[1]
 BYTEPIECE_TRAIN = ["train-tokenizer", "--method", "bytepiece", "{english}", "{mixed}", "-o", "{out}.bp",
@@ -37,14 +37,14 @@ CALLEES = {"normalizer.normalize_row", "bpe.encode_pre_token"}
 
 
 def test_every_plan_is_checked_and_parses():
-    assert set(PLAN_RUNS) == set(compile_ahead.PLANS)
+    assert set(PLAN_RUNS) | {"parquet"} == set(compile_ahead.PLANS)
     for here, there in compile_ahead.PLANS.values():
         for entry in here + there:
             dispatcher, signature = compile_ahead._kernel(entry)
             assert callable(dispatcher.py_func) and isinstance(signature, tuple), entry
 
 
-@pytest.mark.parametrize("plan", sorted(compile_ahead.PLANS))
+@pytest.mark.parametrize("plan", sorted(PLAN_RUNS))
 def test_a_plan_names_the_types_its_command_calls_with(plan, tmp_path, monkeypatch):
     """Run the command; each kernel the plan compiles ahead must have been called with the plan's
     types (else the child compiles code nobody loads and the kernel compiles here anyway)."""
@@ -52,14 +52,13 @@ def test_a_plan_names_the_types_its_command_calls_with(plan, tmp_path, monkeypat
     paths = _inputs(tmp_path)
     for argv in PLAN_RUNS[plan]:
         assert main([arg.format(**paths) for arg in argv]) == 0
-    import argparse
+    from gpu_text.cli import build_parser
 
-    assert ahead_plan(argparse.Namespace(command=argv[0], method=argv[argv.index("--method") + 1]
-                                         if "--method" in argv else "bpe",
-                                         model=argv[argv.index("--model") + 1].format(**paths)
-                                         if "--model" in argv else None, backend="cpu")) == plan
+    args = build_parser().parse_args([arg.format(**paths) for arg in argv] + ["--backend", "cpu"])
+    plans = ahead_plans(args)
+    assert plans[0] == plan and plans[1:] == (("parquet",) if argv[0] == "tokenize" else ()), plans
     here, there = compile_ahead.PLANS[plan]
-    for entry in here + there:
+    for entry in here + there + (compile_ahead.PLANS["parquet"][0] if argv[0] == "tokenize" else ()):
         if entry.split(":")[0] in CALLEES:
             continue
         dispatcher, signature = compile_ahead._kernel(entry)
