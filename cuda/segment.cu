@@ -228,11 +228,15 @@ viterbi_loss(const u8* __restrict__ data, const i64* __restrict__ span_starts, c
 //                     first: the prefix search's order) given the route values at its frontier. A
 //                     short run, or a long run's last piece, has the tail score: exact. The others
 //                     are solved from 0 at each frontier position: the tables of the estimates.
-//                     The launch's last block then walks each long run (a thread per run, a step
-//                     per piece): the estimates of its pieces' frontier values, from the run's end
-//                     through the pieces' tables from 0.
-//   segment_settle    one thread per (pending piece, frontier position, residue class): the piece's
-//                     class table (below), one values-only solve.
+//                     The launch's last block then composes each segment's tables (a thread per
+//                     segment: the pending pieces of a run in one group of about sqrt(anchors)
+//                     anchors) and walks each long run (a thread per run, a step per segment): the
+//                     estimates of its pieces' frontier values, from the run's end through the
+//                     pieces' tables from 0.
+//   segment_settle    one thread per (pending piece, frontier position, residue class): its
+//                     estimate where the run's walk stepped over its segment (from the segment's
+//                     head, at most a group of steps), the piece's class table (below), one
+//                     values-only solve.
 //   segment_resolve   one thread per (segment of a long run, guess): the guess's walk through the
 //                     segment's tables (at most a group of anchors, about sqrt(anchors) pieces).
 //                     The launch's last block then walks each long run (a thread per run) from its
@@ -413,7 +417,7 @@ segment_marks(const u8* __restrict__ data, i64 n, const i64* __restrict__ offset
 // one binade (the parity of the last bit decides halfway roundings), 4 across one edge, and so on.
 //   segment_pieces   one-live solves of each pending piece from 0: the estimates' tables;
 //                    then its last block, a thread per long run: the estimate of each piece's x
-//                    (the later pieces' tables composed from the run's end, a step per piece and pair);
+//                    (the later pieces' tables composed from the run's end, a step per segment);
 //   segment_settle   a thread per (piece, f, class): one class solve;
 //   segment_resolve  from the run's end, each piece's exact values from its table (exact: each sum
 //                    is a route value; where best paths of the frontier end at distinct values the
@@ -547,21 +551,99 @@ __device__ __forceinline__ void slot_fronts(const int* front_n, const int* front
     *in = front_of(front_n, front_off, next);
 }
 
-// Long run r's estimates of its pending pieces' frontier values, from the run's last piece's exact
-// values back through each later piece's table from 0 (a step per piece and frontier pair), and the
-// bound of their error. Run by segment_pieces' last block: what other blocks wrote in that launch
-// is read through L2 (__ldcg).
+// ---- the estimates of the pending pieces' frontier values (segment_pieces' last block, segment_settle)
+// From the run's last piece's exact values back through each later piece's table from 0 (A), max-plus
+// products; and the bound of their error. Not a step per piece: the pending pieces of a run whose
+// anchors fall in one group of `group` anchors (a segment, at most `group` pieces) compose their
+// tables into one (a thread per segment), the run's walk steps a segment at a time (a step per piece
+// only up to the first segment's head: the pieces in the last piece's group), and segment_settle
+// finishes the estimates inside a segment from its head's (at most `group` steps). Each estimate
+// adds up the same pieces' tables (in another order: as many roundings, within the same bound).
+#define GT_EST_FLOATS (GT_FRONT_MAX * GT_FRONT_MAX + 2 + GT_FRONT_MAX + 2)
+#define GT_EST_M 0                                        // a head's: its segment's composed table
+#define GT_EST_BYTES (GT_FRONT_MAX * GT_FRONT_MAX)        // a head's: its segment's bytes
+#define GT_EST_PIECES (GT_EST_BYTES + 1)                  // a head's: its segment's pieces
+#define GT_EST_X (GT_EST_PIECES + 1)                      // a head's: its estimate
+#define GT_EST_LATER (GT_EST_X + GT_FRONT_MAX)            // a head's: the later bytes and pieces
+#define GT_EST_INTS 4
+#define GT_EST_LAST 0   // entry i of the list of the long runs' last pieces
+#define GT_EST_HEADS 1  // entry i of the list of the segments' heads
+#define GT_EST_FLAGS 2  // 1: heads its segment; 2: its estimate is written
+#define GT_EST_NEXT 3   // a head's: the next segment's head (-1: the run's start)
+
+// The error bound of an estimate after `later_bytes` bytes in `later_pieces` pieces: |every value| <
+// most; an addition rounds by at most most * 2^-53; a chain of a piece's additions by (its bytes + 1)
+// of those; the estimate sums the later pieces' chains.
+__device__ __forceinline__ double estimate_error(double later_bytes, double later_pieces, double most) {
+    return (later_bytes + 3.0 * later_pieces + 2.0) * most * GT_TWO_TO_MINUS_51;
+}
+
+// y = A ⊗ x: y_p = max over g of x_g + a[GT_FRONT_MAX * p + g] (p < out.n, g < in.n; -inf beyond).
+template <typename Load>
+__device__ __forceinline__ void max_plus(Load a, const Front& out, const Front& in, const double* x, double* y) {
+#pragma unroll
+    for (int p = 0; p < GT_FRONT_MAX; ++p) {
+        y[p] = GT_NEG_INF;
+#pragma unroll
+        for (int g = 0; g < GT_FRONT_MAX; ++g) {
+            if (p >= out.n || g >= in.n) continue;
+            GT_STEP();
+            const double v = x[g] + a(GT_FRONT_MAX * p + g);
+            y[p] = v > y[p] ? v : y[p];
+        }
+    }
+}
+
+// Head h's segment composed: M = A_tail ⊗ ... ⊗ A_h, a column at a time (in est_f), its bytes and
+// pieces and the next segment's head (segment_pieces' last block: tables read through L2).
+__device__ void compose_segment(i64 h, i64 n_anchors, i64 chunk_bytes, i64 group, const int* front_n,
+                                const int* front_off, const i64* slot_i, const double* class_f, double* est_f,
+                                i64* est_i) {
+    auto field = [&](i64 t, int i) { return __ldcg(slot_i + GT_SLOT_FIELDS * t + i); };
+    const i64 g0 = field(h, 0) / chunk_bytes / group;
+    double* m = est_f + GT_EST_FLOATS * h + GT_EST_M;
+    Front out, in;
+    slot_fronts(front_n, front_off, n_anchors, h, field(h, 2), &out, &in);
+    const Front head_in = in;
+    const double* own_a = class_f + GT_CLASS_FLOATS * h + GT_CF_APPROX;
+    for (int i = 0; i < GT_FRONT_MAX * GT_FRONT_MAX; ++i)
+        m[i] = i / GT_FRONT_MAX < out.n && i % GT_FRONT_MAX < in.n ? __ldcg(own_a + i) : GT_NEG_INF;
+    double bytes = (double)(field(h, 1) - field(h, 0)), pieces = 1.0;
+    i64 u = h;
+    for (i64 p = field(u, 3); p >= 0 && field(p, 0) / chunk_bytes / group == g0; p = field(u, 3)) {
+        slot_fronts(front_n, front_off, n_anchors, p, u, &out, &in);
+        const double* a = class_f + GT_CLASS_FLOATS * p + GT_CF_APPROX;
+        for (int g = 0; g < head_in.n; ++g) {  // column g: M'[., g] = A_p ⊗ M[., g], in place from the top
+            double column[GT_FRONT_MAX];
+#pragma unroll
+            for (int q = 0; q < GT_FRONT_MAX; ++q) column[q] = m[GT_FRONT_MAX * q + g];
+            for (int q = 0; q < GT_FRONT_MAX; ++q) {
+                double best = GT_NEG_INF;
+                for (int i = 0; i < in.n && q < out.n; ++i) {
+                    GT_STEP();
+                    const double v = column[i] + __ldcg(a + GT_FRONT_MAX * q + i);
+                    best = v > best ? v : best;
+                }
+                m[GT_FRONT_MAX * q + g] = best;
+            }
+        }
+        bytes += (double)(field(p, 1) - field(p, 0));
+        pieces += 1.0;
+        u = p;
+    }
+    est_f[GT_EST_FLOATS * h + GT_EST_BYTES] = bytes;
+    est_f[GT_EST_FLOATS * h + GT_EST_PIECES] = pieces;
+    est_i[GT_EST_INTS * h + GT_EST_NEXT] = field(u, 3);
+}
+
+// Long run r's walk (segment_pieces' last block, after compose_segment): each piece's estimate and
+// error up to the first head, then a segment per step (its head's estimate and later bytes and pieces
+// for segment_settle).
 __device__ void estimate_run(i64 r, double tail_score, double weight_bound, const i64* offsets, i64 n_rows,
                              i64 n_anchors, const int* front_n, const int* front_off, const i64* slot_i,
-                             const double* score, double* class_f) {
+                             const double* score, double* class_f, double* est_f, i64* est_i) {
     auto field = [&](i64 t, int i) { return __ldcg(slot_i + GT_SLOT_FIELDS * t + i); };
-    i64 last = n_anchors + r;
-    while (field(last, 2) >= 0) {
-        GT_STEP();
-        last = field(last, 2);
-    }
-    // |every value| < most; an addition rounds by at most most * 2^-53; a chain of a piece's
-    // additions by (its bytes + 1) of those; the estimate sums the later pieces' chains
+    const i64 last = __ldcg(est_i + GT_EST_INTS * r + GT_EST_LAST);
     const Row row = row_of(offsets, n_rows, field(last, 0));
     const double most = fabs(tail_score) + ((double)(row.end - row.begin) + 2.0) * weight_bound;
     Front out, in;
@@ -571,7 +653,7 @@ __device__ void estimate_run(i64 r, double tail_score, double weight_bound, cons
     for (int p = 0; p < GT_FRONT_MAX; ++p) x[p] = p < out.n ? __ldcg(score + field(last, 0) + out.off[p]) : 0.0;
     double later_bytes = (double)(field(last, 1) - field(last, 0));
     double later_pieces = 1.0;
-    for (i64 t = field(last, 3); t >= 0; t = field(t, 3)) {
+    for (i64 t = field(last, 3); t >= 0;) {
         GT_STEP();
         double* own_f = class_f + GT_CLASS_FLOATS * t;
         slot_fronts(front_n, front_off, n_anchors, t, field(t, 2), &out, &in);
@@ -579,24 +661,56 @@ __device__ void estimate_run(i64 r, double tail_score, double weight_bound, cons
         for (int g = 0; g < GT_FRONT_MAX; ++g) {
             if (g < in.n) own_f[GT_CF_ESTIMATE + g] = x[g];
         }
-        own_f[GT_CF_ERROR] = (later_bytes + 3.0 * later_pieces + 2.0) * most * GT_TWO_TO_MINUS_51;
+        own_f[GT_CF_ERROR] = estimate_error(later_bytes, later_pieces, most);
+        const i64 flags = __ldcg(est_i + GT_EST_INTS * t + GT_EST_FLAGS);
+        est_i[GT_EST_INTS * t + GT_EST_FLAGS] = flags | 2;
         double y[GT_FRONT_MAX];
+        if (flags & 1) {  // a segment at a time
+            double* head = est_f + GT_EST_FLOATS * t;
 #pragma unroll
-        for (int p = 0; p < GT_FRONT_MAX; ++p) {
-            y[p] = GT_NEG_INF;
-#pragma unroll
-            for (int g = 0; g < GT_FRONT_MAX; ++g) {
-                if (p >= out.n || g >= in.n) continue;
-                GT_STEP();
-                const double v = x[g] + __ldcg(own_f + GT_CF_APPROX + GT_FRONT_MAX * p + g);
-                y[p] = v > y[p] ? v : y[p];
-            }
+            for (int g = 0; g < GT_FRONT_MAX; ++g) head[GT_EST_X + g] = x[g];
+            head[GT_EST_LATER] = later_bytes;
+            head[GT_EST_LATER + 1] = later_pieces;
+            Front all;
+            all.n = GT_FRONT_MAX;
+            max_plus([&](int i) { return __ldcg(head + GT_EST_M + i); }, all, in, x, y);
+            later_bytes += __ldcg(head + GT_EST_BYTES);
+            later_pieces += __ldcg(head + GT_EST_PIECES);
+            t = __ldcg(est_i + GT_EST_INTS * t + GT_EST_NEXT);
+        } else {
+            max_plus([&](int i) { return __ldcg(own_f + GT_CF_APPROX + i); }, out, in, x, y);
+            later_bytes += (double)(field(t, 1) - field(t, 0));
+            later_pieces += 1.0;
+            t = field(t, 3);
         }
 #pragma unroll
         for (int p = 0; p < GT_FRONT_MAX; ++p) x[p] = y[p];
-        later_bytes += (double)(field(t, 1) - field(t, 0));
+    }
+}
+
+// Slot k's estimate (x) and its error where the run's walk stepped over its segment: from the
+// segment's head through the pieces between (at most a group of them; segment_settle).
+__device__ double estimate_in_segment(i64 k, double most, i64 n_anchors, const int* front_n, const int* front_off,
+                                      const i64* slot_i, const double* class_f, const double* est_f,
+                                      const i64* est_i, double* x) {
+    i64 h = k;
+    while (!(est_i[GT_EST_INTS * h + GT_EST_FLAGS] & 1)) {
+        GT_STEP();
+        h = slot_i[GT_SLOT_FIELDS * h + 2];
+    }
+    const double* head = est_f + GT_EST_FLOATS * h;
+    for (int g = 0; g < GT_FRONT_MAX; ++g) x[g] = head[GT_EST_X + g];
+    double later_bytes = head[GT_EST_LATER], later_pieces = head[GT_EST_LATER + 1];
+    for (i64 u = h; u != k; u = slot_i[GT_SLOT_FIELDS * u + 3]) {
+        Front out, in;
+        slot_fronts(front_n, front_off, n_anchors, u, slot_i[GT_SLOT_FIELDS * u + 2], &out, &in);
+        double y[GT_FRONT_MAX];
+        max_plus([&](int i) { return class_f[GT_CLASS_FLOATS * u + GT_CF_APPROX + i]; }, out, in, x, y);
+        for (int p = 0; p < GT_FRONT_MAX; ++p) x[p] = y[p];
+        later_bytes += (double)(slot_i[GT_SLOT_FIELDS * u + 1] - slot_i[GT_SLOT_FIELDS * u]);
         later_pieces += 1.0;
     }
+    return estimate_error(later_bytes, later_pieces, most);
 }
 
 // Per thread: one piece (about a chunk, longer only where an anchor finds no cut point). A run
@@ -608,8 +722,9 @@ segment_pieces(const int* __restrict__ state, const int* __restrict__ check, con
                double tail_score, double weight_bound, int jieba_mode, const u8* __restrict__ data,
                const i64* __restrict__ offsets, i64 n_rows, i64 chunk_bytes, i64 n_anchors, const i64* __restrict__ runs,
                const i64* __restrict__ cuts, const int* __restrict__ front_n, const int* __restrict__ front_off,
-               u64* __restrict__ counters,
+               u64* __restrict__ counters, i64 group,
                double* __restrict__ slot_f, i64* __restrict__ slot_i, double* __restrict__ class_f,
+               double* __restrict__ est_f, i64* __restrict__ est_i,
                double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
     const i64 n_runs = (i64)counters[0];
     const i64 stride = (i64)gridDim.x * blockDim.x;
@@ -642,8 +757,13 @@ segment_pieces(const int* __restrict__ state, const int* __restrict__ check, con
             solve_piece(m, data, s, b, tail_score, nullptr, score, length, ids);
             if (out.n == 1) mark_path(s, b, length, path, 1);
             fields[4] = GT_SLOT_EXACT;
+            est_i[GT_EST_INTS * (i64)atomicAdd(&counters[4], 1ull) + GT_EST_LAST] = slot;
             continue;
         }
+        // a segment's head: the piece after it in another group of anchors
+        const bool head = cuts[next] / chunk_bytes / group != s / chunk_bytes / group;
+        est_i[GT_EST_INTS * slot + GT_EST_FLAGS] = head;
+        if (head) est_i[GT_EST_INTS * (i64)atomicAdd(&counters[6], 1ull) + GT_EST_HEADS] = slot;
         double* approx = class_f + GT_CLASS_FLOATS * slot + GT_CF_APPROX;
         floats[1] = floats[2] = 0.0;
         for (int f = 0; f < in.n; ++f) {
@@ -662,10 +782,16 @@ segment_pieces(const int* __restrict__ state, const int* __restrict__ check, con
     __syncthreads();
     if (!last_block) return;
     __threadfence();
-    const i64 n_long = (i64)__ldcg(counters + 2);
+    const i64 n_heads = (i64)__ldcg(counters + 6);
+    for (i64 i = threadIdx.x; i < n_heads; i += blockDim.x)
+        compose_segment(__ldcg(est_i + GT_EST_INTS * i + GT_EST_HEADS), n_anchors, chunk_bytes, group, front_n,
+                        front_off, slot_i, class_f, est_f, est_i);
+    __threadfence_block();
+    __syncthreads();
+    const i64 n_long = (i64)__ldcg(counters + 4);
     for (i64 r = threadIdx.x; r < n_long; r += blockDim.x)
         estimate_run(r, tail_score, weight_bound, offsets, n_rows, n_anchors, front_n, front_off, slot_i, score,
-                     class_f);
+                     class_f, est_f, est_i);
 }
 
 // Per thread: one class of one frontier position of one pending piece (thread
@@ -677,7 +803,8 @@ segment_settle(const int* __restrict__ state, const int* __restrict__ check, con
                const i64* __restrict__ offsets, i64 n_rows, i64 n_anchors, i64 n_slots,
                const int* __restrict__ front_n, const int* __restrict__ front_off, const double* __restrict__ slot_f,
                const i64* __restrict__ slot_i, const double* __restrict__ score, const int* __restrict__ length,
-               double* __restrict__ class_f, int* __restrict__ class_i) {
+               double* __restrict__ class_f, int* __restrict__ class_i, const double* __restrict__ est_f,
+               const i64* __restrict__ est_i) {
     const i64 thread = global_thread_index();
     const i64 k = thread / (GT_FRONT_MAX * GT_CLASSES_MAX);
     const int f = (int)(thread / GT_CLASSES_MAX % GT_FRONT_MAX), c = (int)(thread % GT_CLASSES_MAX);
@@ -690,11 +817,18 @@ segment_settle(const int* __restrict__ state, const int* __restrict__ check, con
     slot_fronts(front_n, front_off, n_anchors, k, fields[2], &out, &in);
     if (f >= in.n) return;
     const i64 a = fields[0], b = fields[1];
-    double x[GT_FRONT_MAX];
-    for (int g = 0; g < in.n; ++g) x[g] = own_f[GT_CF_ESTIMATE + g];
-    const double error = own_f[GT_CF_ERROR];
     const Row row = row_of(offsets, n_rows, a);
     const double most = fabs(tail_score) + ((double)(row.end - row.begin) + 2.0) * weight_bound;
+    double x[GT_FRONT_MAX];
+    for (int g = 0; g < in.n; ++g) x[g] = own_f[GT_CF_ESTIMATE + g];
+    double error = own_f[GT_CF_ERROR];
+    if (!(est_i[GT_EST_INTS * k + GT_EST_FLAGS] & 2)) {  // inside a segment the run's walk stepped over
+        error = estimate_in_segment(k, most, n_anchors, front_n, front_off, slot_i, class_f, est_f, est_i, x);
+        if (f == 0 && c == 0) {
+            for (int g = 0; g < in.n; ++g) own_f[GT_CF_ESTIMATE + g] = x[g];
+            own_f[GT_CF_ERROR] = error;
+        }
+    }
     const double own = ((double)(b - a) + 2.0) * most * GT_TWO_TO_MINUS_51;
     // the binades of x and of the piece's values (from its range from 0), as far as known
     double x_low = x[0], x_high = x[0];
@@ -800,14 +934,13 @@ __device__ __forceinline__ void after_solve(i64 a, i64 b, const Front& out, cons
 #define GT_SPEC_EXIT (GT_SPEC_GAP + GT_GUESSES)                // a head's: guess c's x after the segment
 #define GT_SPEC_SHIFT (GT_SPEC_EXIT + GT_GUESSES * GT_FRONT_MAX)  // a jump's s, per position
 #define GT_SPEC_MODULUS (GT_SPEC_SHIFT + GT_FRONT_MAX)            // a head's: the largest 2 u_top of its pieces
-#define GT_SPEC_INTS (3 * GT_GUESSES + 4)
+#define GT_SPEC_INTS (3 * GT_GUESSES + 3)
 #define GT_SPEC_STOP 0                             // per guess: where its walk from here stops (-1: the end)
 #define GT_SPEC_WINNERS GT_GUESSES             // per guess: the piece's winners (below)
 #define GT_SPEC_ROUTE (2 * GT_GUESSES)         // per guess: the winners composed from here to the stop
 #define GT_SPEC_HEAD (3 * GT_GUESSES)          // the slot's segment's head
 #define GT_SPEC_JUMP (3 * GT_GUESSES + 1)      // the guess the run's walk jumped by from here (-1: none)
 #define GT_SPEC_NEXT (3 * GT_GUESSES + 2)      // a head's: the next segment's head (-1: the run's start)
-#define GT_SPEC_LAST (3 * GT_GUESSES + 3)      // entry i of the list of the long runs' last pieces
 // A frontier's positions may shift apart (s_f per position): the piece's value at its position p is
 // then its winner's sum (the entry f it comes from, 2 bits of `winners` per p) + s_f, as long as the
 // shifts' spread stays below each winner's lead over the other sums at p (`gap`).
@@ -1006,16 +1139,14 @@ segment_resolve(const int* __restrict__ state, const int* __restrict__ check, co
                 int jieba_mode, const u8* __restrict__ data, i64 n_anchors, i64 n_slots, i64 chunk_bytes, i64 group,
                 u64* __restrict__ counters, const int* __restrict__ front_n, const int* __restrict__ front_off,
                 i64* __restrict__ slot_i, double* __restrict__ class_f, int* __restrict__ class_i,
-                double* __restrict__ spec_f, i64* __restrict__ spec_i, double* __restrict__ score,
-                int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
+                double* __restrict__ spec_f, i64* __restrict__ spec_i, const i64* __restrict__ est_i,
+                double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
     const i64 thread = global_thread_index();
     const i64 k = thread / GT_GUESSES;
     const int c = (int)(thread % GT_GUESSES);
     const Segments sg = {slot_i, chunk_bytes, group};
     if (k < n_slots) {
         const i64 k_state = slot_i[GT_SLOT_FIELDS * k + 4];
-        if (k_state == GT_SLOT_EXACT && c == 0 && slot_i[GT_SLOT_FIELDS * k + 3] >= 0)  // a long run's last piece
-            spec_i[GT_SPEC_INTS * (i64)atomicAdd(&counters[4], 1ull) + GT_SPEC_LAST] = k;
         if (k_state == GT_SLOT_PENDING && sg.head(k))
             guess_segment(sg, k, c, n_anchors, front_n, front_off, class_f, class_i, spec_f, spec_i);
     }
@@ -1026,10 +1157,10 @@ segment_resolve(const int* __restrict__ state, const int* __restrict__ check, co
     __syncthreads();
     if (!last_block) return;
     __threadfence();
-    const i64 n_long = (i64)__ldcg(counters + 4);
+    const i64 n_long = (i64)counters[4];
     const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
     for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
-        const i64 last = __ldcg(spec_i + GT_SPEC_INTS * r + GT_SPEC_LAST);
+        const i64 last = est_i[GT_EST_INTS * r + GT_EST_LAST];
         Front out, in;
         slot_fronts(front_n, front_off, n_anchors, last, -1, &out, &in);
         double x[GT_FRONT_MAX];  // exact values at the frontier of the piece before

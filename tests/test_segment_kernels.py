@@ -385,7 +385,9 @@ def test_segment_resolve_walk_without_a_step_per_piece(monkeypatch, kind):
     the run's end (small values, binade edges), with one exact solve per piece whose table does not
     apply to its exact values. O(sqrt(pieces)) steps beside those solves: about 700 (forced cuts)
     where the walk of a step per piece took 24,562 steps, and 2 solves beside 15,102 on the news
-    line (27,184 before)."""
+    line (27,184 before). segment_pieces' estimates come a segment at a time too: its longest thread
+    is a piece's solve again (21,503 and 9,905 steps; its walk of a step per piece took 24,562 and
+    12,285)."""
     import gpu_text.cuda_ops.segment as launchers
     from tests.emulated_backend import emulated_backend
     from tests.test_launch_counts import sample_dictionary
@@ -412,7 +414,9 @@ def test_segment_resolve_walk_without_a_step_per_piece(monkeypatch, kind):
     cpu = get_backend("cpu").op("segment", "segment_rows")(*segment_rows_args(segmenter, batch, get_backend("cpu")))
     be = emulated_backend()
     assert_arrays_equal(run_segment_rows(segmenter, segment_rows_args(segmenter, batch, be), be), cpu)
-    steps = be.runtime.module("segment").get_function("segment_resolve").last_max_steps
+    module = be.runtime.module("segment")
+    steps = module.get_function("segment_resolve").last_max_steps
+    pieces_steps = module.get_function("segment_pieces").last_max_steps
     chunk = launchers.CHUNK_BYTES
     pieces = -(-len(line.encode()) // chunk)  # the anchors
     group = launchers.group_anchors(pieces)
@@ -420,11 +424,13 @@ def test_segment_resolve_walk_without_a_step_per_piece(monkeypatch, kind):
     per_piece = 1 + launchers.GUESSES * frontier + frontier ** 2  # a match and a table step
     walk = (pieces // group + 2 * group) * per_piece  # a jump per segment; two segments stepped through
     print(f"segment_resolve's longest thread on an {megabytes} MB line ({kind}): {steps} steps, "
-          f"{solved} exact solves, bound {walk} + solves")
+          f"{solved} exact solves, bound {walk} + solves; segment_pieces' {pieces_steps}")
     assert group == 64 and solved <= 3
     assert 0 < steps <= walk + solved * 1.5 * 6 * chunk, steps
     if kind == "forced cuts":
         assert solved == 0 and steps <= 1000, steps  # the walk of a step per piece: 24,562
+    # a piece's solve (per frontier position), below the walk of a step per piece it replaced
+    assert pieces_steps <= frontier * 1.5 * 6 * chunk and pieces_steps < {"forced cuts": 24562, "news": 12285}[kind]
 
 
 @pytest.mark.parametrize("compat", [None, "jieba"])

@@ -116,12 +116,16 @@ CLASS_INTS = 3 + FRONT_MAX
 # segment_resolve's guesses per segment (GT_GUESSES), and per slot (GT_SPEC_FLOATS, GT_SPEC_INTS).
 GUESSES = 16
 SPEC_FLOATS = 2 * GUESSES * FRONT_MAX + 2 * GUESSES + FRONT_MAX + 1
-SPEC_INTS = 3 * GUESSES + 4
+SPEC_INTS = 3 * GUESSES + 3
+# segment_pieces' estimates per slot (GT_EST_FLOATS, GT_EST_INTS).
+EST_FLOATS = FRONT_MAX * FRONT_MAX + 2 + FRONT_MAX + 2
+EST_INTS = 4
 
 
 def group_anchors(n_anchors: int) -> int:
-    """Anchors per group of segment_resolve's segments: the power of two next to sqrt(n_anchors), so
-    a guess walks at most that many pieces and a run's walk jumps over about as many segments."""
+    """Anchors per group of the segments of segment_pieces' estimates and segment_resolve's walk: the
+    power of two next to sqrt(n_anchors), so a segment has at most that many pieces and a run's walk
+    steps over about as many segments."""
     return 1 << max(1, (max(n_anchors - 1, 0).bit_length() + 1) // 2)
 
 
@@ -145,11 +149,11 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
     n_anchors = blocks_for(n, chunk) if max_word_bytes is not None else 0
     n_anchors = n_anchors if n_anchors > 1 else 0  # anchor 0 cuts nothing: a batch within a chunk is whole runs
     # one zeroed buffer (one launch): the counters (runs, segment_pieces' finished blocks, long runs,
-    # segment_finish's finished blocks, long runs' last pieces, segment_resolve's finished blocks), the
-    # flags (2 n + 2 bytes) and the path (n + 1 bytes)
-    zeroed = xp.zeros(6 + (3 * (n + 1) + 7) // 8, xp.uint64)
-    counters = zeroed[:6]
-    marks = zeroed[6:].view(xp.uint8)[:3 * (n + 1)]
+    # segment_finish's finished blocks, long runs' last pieces, segment_resolve's finished blocks,
+    # segments' heads), the flags (2 n + 2 bytes) and the path (n + 1 bytes)
+    zeroed = xp.zeros(7 + (3 * (n + 1) + 7) // 8, xp.uint64)
+    counters = zeroed[:7]
+    marks = zeroed[7:].view(xp.uint8)[:3 * (n + 1)]
     flags, path = marks[:2 * (n + 1)], marks[2 * (n + 1):]
     ids = xp.empty(n, xp.int32)
     runs = xp.empty(max(n, 1), xp.int64)
@@ -161,6 +165,9 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
     slot_f = xp.empty(4 * max(n_slots, 1), xp.float64)
     class_f = xp.empty(CLASS_FLOATS * max(n_slots, 1), xp.float64)
     class_i = xp.empty(CLASS_INTS * max(n_slots, 1), xp.int32)
+    est_f = xp.empty(EST_FLOATS * max(n_slots, 1), xp.float64)
+    est_i = xp.empty(EST_INTS * max(n_slots, 1), xp.int64)
+    group = group_anchors(n_anchors)
     fronts = (front_n, front_off)
     marks_blocks = blocks_for(n, BLOCK)
     launch(rt.function("segment", "segment_marks"), marks_blocks + blocks_for(n_anchors, BLOCK),
@@ -172,16 +179,16 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
     scratch = (score, length, ids, path)
     launch(rt.function("segment", "segment_pieces"), min(blocks_for(n, BLOCK), LIST_BLOCKS),
            (*model, np.float64(tail_score), np.float64(weight_bound), jieba, data, offsets, i64(n_rows), i64(chunk),
-            i64(n_anchors), runs, cuts, *fronts, counters, slot_f, slot_i, class_f, *scratch))
+            i64(n_anchors), runs, cuts, *fronts, counters, i64(group), slot_f, slot_i, class_f, est_f, est_i, *scratch))
     if n_anchors:
         launch(rt.function("segment", "segment_settle"), blocks_for(n_slots * FRONT_MAX * CLASSES_MAX, BLOCK),
                (*model, np.float64(tail_score), np.float64(weight_bound), jieba, data, offsets, i64(n_rows),
-                i64(n_anchors), i64(n_slots), *fronts, slot_f, slot_i, score, length, class_f, class_i))
+                i64(n_anchors), i64(n_slots), *fronts, slot_f, slot_i, score, length, class_f, class_i, est_f, est_i))
         spec_f = xp.empty(SPEC_FLOATS * n_slots, xp.float64)
         spec_i = xp.empty(SPEC_INTS * n_slots, xp.int64)
         launch(rt.function("segment", "segment_resolve"), blocks_for(n_slots * GUESSES, BLOCK),
-               (*model, jieba, data, i64(n_anchors), i64(n_slots), i64(chunk), i64(group_anchors(n_anchors)),
-                counters, *fronts, slot_i, class_f, class_i, spec_f, spec_i, *scratch))
+               (*model, jieba, data, i64(n_anchors), i64(n_slots), i64(chunk), i64(group), counters, *fronts, slot_i,
+                class_f, class_i, spec_f, spec_i, est_i, *scratch))
         launch(rt.function("segment", "segment_finish"), blocks_for(n_slots, BLOCK),
                (*model, jieba, data, i64(n_anchors), i64(n_slots), *fronts, slot_i, class_f, class_i, spec_f,
                 spec_i, counters, *scratch))
