@@ -245,9 +245,11 @@ viterbi_loss(const u8* __restrict__ data, const i64* __restrict__ span_starts, c
 //   segment_finish    one thread per piece settled by its table: one exact solve from its exact
 //                     frontier values (a piece jumped over: its guess's plus the jump's shifts);
 //                     its path, or where the path leaves it from each entry.
-//                     The launch's last block then walks each long run (a thread per run, a step
-//                     per piece): each piece's entry from the earlier pieces' exits.
-//   segment_paths     one thread per piece starting at a forced cut: its path from its entry.
+//                     The launch's last block then composes each segment's entries (a thread per
+//                     segment) and walks each long run (a thread per run, a step per segment):
+//                     each piece's entry from the earlier pieces' exits.
+//   segment_paths     one thread per piece starting at a forced cut: its entry (inside a segment:
+//                     from the segment's first piece, at most a group of steps), its path from it.
 //   segment_words     one thread per byte: the path's words as start/end marks, jieba's joins of
 //                     one-byte ASCII letters and digits applied (from the path, which nobody writes).
 //   segment_compact   one thread per byte: the k-th start and the k-th end mark (prefix sums of the
@@ -565,11 +567,15 @@ __device__ __forceinline__ void slot_fronts(const int* front_n, const int* front
 #define GT_EST_PIECES (GT_EST_BYTES + 1)                  // a head's: its segment's pieces
 #define GT_EST_X (GT_EST_PIECES + 1)                      // a head's: its estimate
 #define GT_EST_LATER (GT_EST_X + GT_FRONT_MAX)            // a head's: the later bytes and pieces
-#define GT_EST_INTS 4
+#define GT_EST_INTS 10
 #define GT_EST_LAST 0   // entry i of the list of the long runs' last pieces
 #define GT_EST_HEADS 1  // entry i of the list of the segments' heads
-#define GT_EST_FLAGS 2  // 1: heads its segment; 2: its estimate is written
+#define GT_EST_FLAGS 2  // 1: heads its segment; 2: its estimate is written; 4: a segment's first piece
+                        // (its entries composed); 8: its entry is written (segment_finish)
 #define GT_EST_NEXT 3   // a head's: the next segment's head (-1: the run's start)
+#define GT_EST_MAP 4    // a segment's first piece's: the entry after the segment per its entry's index
+                        // in its frontier (4: none of them)
+#define GT_EST_HEAD_OF (GT_EST_MAP + 5)  // a segment's first piece's: its head
 
 // The error bound of an estimate after `later_bytes` bytes in `later_pieces` pieces: |every value| <
 // most; an addition rounds by at most most * 2^-53; a chain of a piece's additions by (its bytes + 1)
@@ -757,6 +763,7 @@ segment_pieces(const int* __restrict__ state, const int* __restrict__ check, con
             solve_piece(m, data, s, b, tail_score, nullptr, score, length, ids);
             if (out.n == 1) mark_path(s, b, length, path, 1);
             fields[4] = GT_SLOT_EXACT;
+            est_i[GT_EST_INTS * slot + GT_EST_FLAGS] = 0;
             est_i[GT_EST_INTS * (i64)atomicAdd(&counters[4], 1ull) + GT_EST_LAST] = slot;
             continue;
         }
@@ -1202,19 +1209,58 @@ segment_resolve(const int* __restrict__ state, const int* __restrict__ check, co
     }
 }
 
+// The entry after each piece, from its entry `entry` (an offset in its start's frontier; one not in it
+// enters as 0): where the path from there leaves it (segment_finish's last block, segment_paths).
+__device__ __forceinline__ i64 entry_after(i64 t, i64 entry, i64 n_anchors, const int* front_n, const int* front_off,
+                                           const i64* slot_i, const int* class_i) {
+    Front out, in;
+    slot_fronts(front_n, front_off, n_anchors, t, slot_i[GT_SLOT_FIELDS * t + 2], &out, &in);
+    const int at = front_index(out, entry);
+    return in.n > 1 && at >= 0 ? __ldcg(class_i + GT_CLASS_INTS * t + 2 + at) : 0;
+}
+
+// Head h's segment's entries composed, on its first piece (the one toward the run's start): the entry
+// after the segment for each entry of its frontier and for one not in it (segment_finish's last block).
+__device__ void compose_entries(i64 h, i64 n_anchors, i64 chunk_bytes, i64 group, const int* front_n,
+                                const int* front_off, const i64* slot_i, const int* class_i, i64* est_i) {
+    const i64 g0 = slot_i[GT_SLOT_FIELDS * h] / chunk_bytes / group;
+    i64 first = h;
+    for (i64 p = slot_i[GT_SLOT_FIELDS * first + 3]; p >= 0 && slot_i[GT_SLOT_FIELDS * p] / chunk_bytes / group == g0;
+         p = slot_i[GT_SLOT_FIELDS * first + 3]) {
+        GT_STEP();
+        first = p;
+    }
+    const Front out = front_of(front_n, front_off, first < n_anchors ? first : -1);
+    i64* own = est_i + GT_EST_INTS * first;
+    for (int i = 0; i < 5; ++i) {
+        if (i < 4 && i >= out.n) continue;
+        i64 entry = i < 4 ? out.off[i] : -1;  // -1: an offset no frontier holds
+        for (i64 t = first;; t = slot_i[GT_SLOT_FIELDS * t + 2]) {
+            GT_STEP();
+            entry = entry_after(t, entry, n_anchors, front_n, front_off, slot_i, class_i);
+            if (t == h) break;
+        }
+        own[GT_EST_MAP + i] = entry;
+    }
+    own[GT_EST_HEAD_OF] = h;
+    own[GT_EST_FLAGS] |= 4;
+}
+
 // Per thread: one piece whose exact frontier values segment_resolve found (stepped over: class_f's;
 // jumped over: its guess's + the jump's shift, from the jump before it in its segment): one solve
 // and its path (or, where it starts at a forced cut, where the path from each entry leaves it). The
-// launch's last block then walks each long run that has forced cuts (a thread per run, a step per
-// piece): each piece's entry from the earlier pieces' exits, for segment_paths.
+// launch's last block then composes each segment's entries (compose_entries, a thread per segment)
+// and walks each long run (a thread per run, a step per segment or per piece of the last piece's
+// group): each piece's entry from the earlier pieces' exits, for segment_paths.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_finish(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
                int jieba_mode, const u8* __restrict__ data, i64 n_anchors, i64 n_slots,
                const int* __restrict__ front_n, const int* __restrict__ front_off, i64* __restrict__ slot_i,
                const double* __restrict__ class_f, int* __restrict__ class_i, const double* __restrict__ spec_f,
-               const i64* __restrict__ spec_i, u64* __restrict__ counters, double* __restrict__ score,
-               int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
+               const i64* __restrict__ spec_i, u64* __restrict__ counters, i64 chunk_bytes, i64 group,
+               i64* __restrict__ est_i, double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids,
+               u8* __restrict__ path) {
     const i64 k = global_thread_index();
     Front out, in;
     const i64 k_state = k < n_slots ? slot_i[GT_SLOT_FIELDS * k + 4] : GT_SLOT_NONE;
@@ -1255,15 +1301,31 @@ segment_finish(const int* __restrict__ state, const int* __restrict__ check, con
     __syncthreads();
     if (!last_block) return;
     __threadfence();
+    // each segment's entries composed (a thread per segment), then each run's walk (a thread per
+    // run, a step per segment); segment_paths finishes the entries inside a segment
+    const i64 n_heads = (i64)counters[6];
+    for (i64 i = threadIdx.x; i < n_heads; i += blockDim.x)
+        compose_entries(est_i[GT_EST_INTS * i + GT_EST_HEADS], n_anchors, chunk_bytes, group, front_n, front_off,
+                        slot_i, class_i, est_i);
+    __syncthreads();
     const i64 n_long = (i64)counters[2];
     for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
         i64 entry = 0;
-        for (i64 t = n_anchors + r; t >= 0; t = __ldcg(slot_i + GT_SLOT_FIELDS * t + 2)) {
+        for (i64 t = n_anchors + r; t >= 0;) {
             GT_STEP();
-            slot_fronts(front_n, front_off, n_anchors, t, __ldcg(slot_i + GT_SLOT_FIELDS * t + 2), &out, &in);
+            i64* own = est_i + GT_EST_INTS * t;
             class_i[GT_CLASS_INTS * t + 2 + GT_FRONT_MAX] = (int)entry;
+            own[GT_EST_FLAGS] |= 8;
+            const i64 next = slot_i[GT_SLOT_FIELDS * t + 2];
+            slot_fronts(front_n, front_off, n_anchors, t, next, &out, &in);
             const int at = front_index(out, entry);
-            entry = in.n > 1 && at >= 0 ? __ldcg(class_i + GT_CLASS_INTS * t + 2 + at) : 0;
+            if (own[GT_EST_FLAGS] & 4) {  // a segment at a time
+                entry = own[GT_EST_MAP + (at >= 0 ? at : 4)];
+                t = slot_i[GT_SLOT_FIELDS * own[GT_EST_HEAD_OF] + 2];
+            } else {
+                entry = in.n > 1 && at >= 0 ? __ldcg(class_i + GT_CLASS_INTS * t + 2 + at) : 0;
+                t = next;
+            }
         }
     }
 }
@@ -1271,13 +1333,26 @@ segment_finish(const int* __restrict__ state, const int* __restrict__ check, con
 // Per thread: one piece that starts at a forced cut: its path from its entry (segment_finish).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_paths(i64 n_anchors, const int* __restrict__ front_n, const i64* __restrict__ slot_i,
-              const int* __restrict__ class_i, const int* __restrict__ length, u8* __restrict__ path) {
+              const int* __restrict__ class_i, const int* __restrict__ length, u8* __restrict__ path,
+              const int* __restrict__ front_off, const i64* __restrict__ est_i) {
     const i64 k = global_thread_index();
     if (k >= n_anchors || front_n[k] <= 1) return;
     const i64 state = slot_i[GT_SLOT_FIELDS * k + 4];
     if (state != GT_SLOT_CERTAIN && state != GT_SLOT_EXACT) return;
-    mark_path(slot_i[GT_SLOT_FIELDS * k] + class_i[GT_CLASS_INTS * k + 2 + GT_FRONT_MAX],
-              slot_i[GT_SLOT_FIELDS * k + 1], length, path, 1);
+    i64 entry = class_i[GT_CLASS_INTS * k + 2 + GT_FRONT_MAX];
+    if (!(est_i[GT_EST_INTS * k + GT_EST_FLAGS] & 8)) {  // inside a segment: from its first piece's entry
+        i64 first = k;
+        while (!(est_i[GT_EST_INTS * first + GT_EST_FLAGS] & 4)) {
+            GT_STEP();
+            first = slot_i[GT_SLOT_FIELDS * first + 3];
+        }
+        entry = class_i[GT_CLASS_INTS * first + 2 + GT_FRONT_MAX];
+        for (i64 t = first; t != k; t = slot_i[GT_SLOT_FIELDS * t + 2]) {
+            GT_STEP();
+            entry = entry_after(t, entry, n_anchors, front_n, front_off, slot_i, class_i);
+        }
+    }
+    mark_path(slot_i[GT_SLOT_FIELDS * k] + entry, slot_i[GT_SLOT_FIELDS * k + 1], length, path, 1);
 }
 
 // Per thread: one byte (and one binary search when it starts a path word).

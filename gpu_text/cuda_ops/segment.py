@@ -119,7 +119,7 @@ SPEC_FLOATS = 2 * GUESSES * FRONT_MAX + 2 * GUESSES + FRONT_MAX + 1
 SPEC_INTS = 3 * GUESSES + 3
 # segment_pieces' estimates per slot (GT_EST_FLOATS, GT_EST_INTS).
 EST_FLOATS = FRONT_MAX * FRONT_MAX + 2 + FRONT_MAX + 2
-EST_INTS = 4
+EST_INTS = 10
 
 
 def group_anchors(n_anchors: int) -> int:
@@ -191,9 +191,9 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
                 class_f, class_i, spec_f, spec_i, est_i, *scratch))
         launch(rt.function("segment", "segment_finish"), blocks_for(n_slots, BLOCK),
                (*model, jieba, data, i64(n_anchors), i64(n_slots), *fronts, slot_i, class_f, class_i, spec_f,
-                spec_i, counters, *scratch))
+                spec_i, counters, i64(chunk), i64(group), est_i, *scratch))
         launch(rt.function("segment", "segment_paths"), blocks_for(n_anchors, BLOCK),
-               (i64(n_anchors), front_n, slot_i, class_i, length, path))
+               (i64(n_anchors), front_n, slot_i, class_i, length, path, front_off, est_i))
     launch(rt.function("segment", "segment_words"), blocks_for(n, BLOCK),
            (data, i64(n), offsets, i64(n_rows), jieba, path, length, flags, ids))
     counts = xp.cumsum(flags, dtype=xp.int64)
