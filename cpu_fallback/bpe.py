@@ -468,10 +468,11 @@ def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores,
     return ids, starts, ends, offsets
 
 
-def bpe_encode_rows(data, offsets, marks, state, check, label, eow, scores, byte_ids, unk_id, tables):
+def bpe_encode_rows(data, offsets, marks, state, check, label, eow, scores, byte_ids, unk_id, tables, symbol_at=None):
     """:func:`bpe_encode` of the texts ``data[offsets[r]:offsets[r + 1]]`` cut into pre-tokens where
     ``marks`` (one per byte, ``pretokenize_marks``) is non-zero; returns the ids, their spans and the
-    ids' row offsets (one per text and the end).
+    ids' row offsets (one per text and the end). ``symbol_at`` (``pretokenize_symbol_marks``): a
+    pre-token starting where it is non-zero is a user symbol, the one id ``symbol_at[start] >> 8``.
 
     >>> from gpu_text.tokenizer.bpe import BPEModel
     >>> m = BPEModel(["<unk>", "a", "b", "ab"], [0.0, -1.0, -2.0, 0.0], [2, 1, 1, 1])
@@ -483,6 +484,21 @@ def bpe_encode_rows(data, offsets, marks, state, check, label, eow, scores, byte
     """
     starts = np.flatnonzero(marks).astype(np.int64)
     ends = np.append(starts[1:], data.size).astype(np.int64)
-    ids, id_starts, id_ends, token_offsets = bpe_encode(data, starts, ends, state, check, label, eow, scores, byte_ids,
-                                                        unk_id, tables)
+    symbols = np.zeros(starts.size, np.int32) if symbol_at is None else symbol_at[starts]
+    plain = np.flatnonzero(symbols == 0)
+    ids, id_starts, id_ends, token_offsets = bpe_encode(data, starts[plain], ends[plain], state, check, label, eow,
+                                                        scores, byte_ids, unk_id, tables)
+    if plain.size < starts.size:  # the symbols' ids between the merged pre-tokens' own
+        counts = np.ones(starts.size, np.int64)
+        counts[plain] = np.diff(token_offsets)
+        offsets_all = np.zeros(starts.size + 1, np.int64)
+        np.cumsum(counts, out=offsets_all[1:])
+        slots = np.repeat(offsets_all[plain] - token_offsets[:-1], np.diff(token_offsets)) + np.arange(ids.size)
+        out = [np.empty(int(offsets_all[-1]), a.dtype) for a in (ids, id_starts, id_ends)]
+        for a, merged in zip(out, (ids, id_starts, id_ends)):
+            a[slots] = merged
+        taken = np.flatnonzero(symbols != 0)
+        at = offsets_all[taken]
+        out[0][at], out[1][at], out[2][at] = symbols[taken] >> 8, starts[taken], ends[taken]
+        ids, id_starts, id_ends, token_offsets = *out, offsets_all
     return ids, id_starts, id_ends, token_offsets[np.searchsorted(starts, offsets)]

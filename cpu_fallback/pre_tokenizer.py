@@ -10,13 +10,18 @@ import numpy as np
 from numba import njit
 
 from .chunks import chunk_bounds, run_chunks
+from .double_array import walk_prefixes
 from .jit import INLINE, JIT, NOREF
-from .utf8 import CLASS_SPACE, class_of, sequence_at
+from .utf8 import CLASS_SPACE, class_of, sequence_at, starts_char
 
 # Symbols: OTHER 0, SPACE (the space symbol) 1, DIGIT 2, ALPHA 3, HAN 4 as the character classes,
 # APOSTROPHE 5; keep in sync with gpu_text.tokenizer.pre_tokenizer and PT_* in pre_tokenizer.cu.
 N_SYMBOLS = 6
 SYMBOL_SPACE, SYMBOL_APOSTROPHE = 1, 5
+# The mark of a user symbol's pre-token; symbol_at packs a symbol's piece id above its byte length
+# (PT_SYMBOL_MARK and PT_SYMBOL_BITS in pre_tokenizer.cu).
+SYMBOL_MARK = N_SYMBOLS + 1
+SYMBOL_BITS = 8
 
 
 @njit(**INLINE)
@@ -111,3 +116,53 @@ def pretokenize_marks(data: np.ndarray, offsets: np.ndarray, dfa) -> np.ndarray:
     run_chunks(_scan, chunk_bounds(seg_ends - seg_starts), data, seg_starts, seg_ends, dfa.table, dfa.accepting,
                space, marks)
     return marks
+
+
+@njit(**JIT)
+def _symbol_scan(first, last, data, offsets, table, accepting, space, state, check, label, eow, marks, symbol_at):
+    """Rows first..last-1: the longest user symbol at every character, then the scan: a symbol
+    where one starts, else the DFA's pre-token, cut at the next character where a symbol starts."""
+    none = np.zeros(0, np.int64)
+    for r in range(first, last):
+        begin, end = offsets[r], offsets[r + 1]
+        for i in range(begin, end):
+            if starts_char(data, i, begin, end):
+                _, stop, value = walk_prefixes(state, check, label, eow, data, i, end, none, none, 0, False)
+                if value >= 0:
+                    symbol_at[i] = (value << SYMBOL_BITS) | (stop - i)
+        p = begin
+        q = begin  # the next character where a symbol starts, once past p
+        while p < end:
+            if symbol_at[p] != 0:
+                marks[p] = SYMBOL_MARK
+                p += symbol_at[p] & ((1 << SYMBOL_BITS) - 1)
+                continue
+            if q <= p:
+                q = p + 1
+                while q < end and symbol_at[q] == 0:
+                    q += 1
+            first_symbol, match_end = next_pre_token(data, p, q, table, accepting, space)
+            marks[p] = 1 + first_symbol
+            p = match_end
+
+
+def pretokenize_symbol_marks(data: np.ndarray, offsets: np.ndarray, dfa, state, check, label, eow,
+                             sym_width: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pretokenize_marks` with user-defined symbols (a trie of their piece ids) taken whole:
+    the marks (``SYMBOL_MARK`` at a symbol's pre-token) and, per byte, the longest symbol at each
+    character (int32: piece id << 8 | byte length, 0 for none). ``sym_width`` (the longest
+    symbol's bytes, at least 4) bounds the CUDA scan's steps; here rows are scanned whole.
+
+    >>> from gpu_text.tokenizer.pre_tokenizer import PreTokenDFA
+    >>> from cpu_fallback.double_array import arrays_of
+    >>> data = np.frombuffer("ab<m>c".encode(), np.uint8)
+    >>> marks, at = pretokenize_symbol_marks(data, np.array([0, 6]), PreTokenDFA.compile("word"),
+    ...                                      *arrays_of([b"<m>"], [9]), 4)
+    >>> marks.tolist(), (int(at[2]) >> 8, int(at[2]) & 255)
+    ([4, 0, 7, 0, 0, 4], (9, 3))
+    """
+    marks = np.zeros(data.size, np.uint8)
+    symbol_at = np.zeros(data.size, np.int32)
+    run_chunks(_symbol_scan, chunk_bounds(np.diff(offsets)), data, offsets, dfa.table, dfa.accepting,
+               np.uint32(dfa.space), state, check, label, eow, marks, symbol_at)
+    return marks, symbol_at

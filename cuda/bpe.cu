@@ -24,6 +24,7 @@
 #define THREAD_MAX_BYTES 48  // the longest pre-token a thread merges (bpe_merge's local arrays)
 #define WARP_MAX_BYTES 512   // the longest pre-token a warp merges (bpe_merge_warp)
 #define NO_PAIR __int_as_float((int)0xff800000u)  // -infinity: every piece's score is finite
+#define SYMBOL_BITS 8  // symbol_at: a user symbol's piece id << SYMBOL_BITS | its byte length (pre_tokenizer.cu)
 
 struct Model {
     HashTable chars, merges, joins;
@@ -183,6 +184,8 @@ __device__ __forceinline__ int thread_merge(const Model& m, ThreadSymbols& s, in
     }
 }
 
+// A pre-token starting where symbol_at (has_symbols; pretokenize_cuts's, piece id << SYMBOL_BITS |
+// byte length) is non-zero is that user symbol whole: its piece id. Otherwise:
 // A long pre-token is appended to long_list (n_long[0], zeroed before) for bpe_merge_long, a
 // medium one to medium_list (n_long[1]) for bpe_merge_warp (merge_path); a short one is merged
 // here, its final symbols written at its byte positions in bpe_emit's layout (sym_len, sym_next,
@@ -193,7 +196,7 @@ bpe_merge(const u8* __restrict__ data, const i64* __restrict__ token_starts, con
           i64 n_tokens, const i64* __restrict__ n_found, int has_found, GT_MODEL_PARAMS, int* __restrict__ sym_len,
           int* __restrict__ sym_next, int* __restrict__ sym_id, i64 long_bytes, i64* __restrict__ counts,
           unsigned long long* __restrict__ n_long, i64* __restrict__ long_list, i64* __restrict__ out_offsets,
-          i64 warp_bytes, i64* __restrict__ medium_list) {
+          i64 warp_bytes, i64* __restrict__ medium_list, const int* __restrict__ symbol_at, int has_symbols) {
     const i64 t = global_thread_index();
     if (t == 0) out_offsets[0] = 0;  // the scan of the counts writes the rest
     if (t >= n_tokens) return;
@@ -201,6 +204,13 @@ bpe_merge(const u8* __restrict__ data, const i64* __restrict__ token_starts, con
     const Model m = GT_MODEL;
     const i64 begin = token_starts[t];
     const int n = (int)(token_ends[t] - begin);
+    if (has_symbols && symbol_at[begin] != 0) {  // a user symbol: its piece id, one final symbol
+        sym_len[begin] = n;
+        sym_next[begin] = -1;
+        sym_id[begin] = symbol_at[begin] >> SYMBOL_BITS;
+        counts[t] = 1;
+        return;
+    }
     const int path = merge_path(n, warp_bytes, long_bytes);
     if (path == LONG_PATH) {
         long_list[atomicAdd(n_long, 1ull)] = t;
@@ -642,7 +652,7 @@ bpe_emit(const u8* __restrict__ data, const i64* __restrict__ token_starts, cons
          const i64* __restrict__ out_offsets, i64 long_bytes, int* __restrict__ ids, i64* __restrict__ id_starts,
          i64* __restrict__ id_ends, const i64* __restrict__ row_first, i64 n_rows, i64* __restrict__ row_offsets,
          i64 short_blocks, const i64* __restrict__ long_list, const unsigned long long* __restrict__ n_long,
-         const int* __restrict__ sym_prev) {
+         const int* __restrict__ sym_prev, const int* __restrict__ symbol_at, int has_symbols) {
     __shared__ i64 scan_scratch[GT_WARPS];
     if (blockIdx.x >= short_blocks) {  // the whole block takes this branch: it synchronises inside
         const Model model = GT_MODEL;
@@ -657,7 +667,8 @@ bpe_emit(const u8* __restrict__ data, const i64* __restrict__ token_starts, cons
     const Model m = GT_MODEL;
     const i64 begin = token_starts[t], end = token_ends[t];
     const int n = (int)(end - begin);
-    if (merge_path(n, THREAD_MAX_BYTES, long_bytes) == LONG_PATH) return;  // a block's
+    const bool symbol = has_symbols && symbol_at[begin] != 0;  // bpe_merge wrote it as one final symbol
+    if (!symbol && merge_path(n, THREAD_MAX_BYTES, long_bytes) == LONG_PATH) return;  // a block's
     const int* len = sym_len + begin;
     const int* next = sym_next + begin;
     const int* id = sym_id + begin;

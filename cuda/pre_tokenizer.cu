@@ -10,6 +10,21 @@
 // every string start) byte-parallel; the chunked kernels below then follow the chain of
 // pre-token starts a chunk per thread, with matches longer than a chunk crossed by per-chunk DFA
 // summaries, so that no thread's work grows with a string or a run that no cut divides.
+//
+// User-defined symbols (SentencePiece's user_defined_symbols; a trie of piece ids, sym_width > 0)
+// are taken whole as SentencePiece does: scanning each string a character at a time, the longest
+// symbol at a character is one pre-token and the scan resumes after it; the text between symbols
+// is split on its own. pretokenize_cuts finds the longest symbol at every character (symbol_at: its
+// piece id << 8 | its byte length, 0 for none) and makes each such character a cut: a DFA match
+// from a character the scan reaches stops at the first one, which the scan takes. Overlapping
+// candidates are resolved exactly by the chain of the scan itself, a step per symbol or character
+// (never longer than sym_width bytes), composed per chunk: pretokenize_summary tabulates, per
+// chunk and entry offset k < sym_width, where the chain entering the chunk at k leaves it (a pass
+// backwards over the chunk); pretokenize_super_summary composes PT_SUPER of those tables; and
+// pretokenize_land starts each chunk's chain where the scan truly enters it (from its string's
+// start, a lookup per chunk or per PT_SUPER chunks), so the speculative chains never start inside
+// a symbol and meet the true one as they do without symbols.
+#include "double_array.cuh"
 #include "step_counter.cuh"
 #include "utf8.cuh"
 
@@ -19,6 +34,8 @@
 #define PT_APOSTROPHE 5
 #define PT_DEAD 0
 #define PT_START 1
+#define PT_SYMBOL_MARK (PT_SYMBOLS + 1)  // the mark of a user symbol's pre-token
+#define PT_SYMBOL_BITS 8                 // symbol_at: piece id << PT_SYMBOL_BITS | byte length
 
 // Symbol of the character at p (the string or piece ends at `end`); *len gets its byte length
 // (1 for a malformed byte, which decodes to U+FFFD, an OTHER).
@@ -32,26 +49,52 @@ __device__ __forceinline__ int pt_symbol_at(const u8* data, i64 p, i64 end, u32 
     return c == GT_CLASS_SPACE ? PT_OTHER : (int)c;
 }
 
-// cuts[i] = 1 when byte i starts a string or a character that no match can join to the one before;
-// marks[i] = 0.
+// The longest user symbol starting at p in the string ending at `end`: its piece id << 8 | its byte
+// length, or 0 (a walk of the trie, at most the longest symbol's bytes).
+__device__ __forceinline__ int longest_symbol(const u8* data, i64 p, i64 end, const int* state, const int* check,
+                                              const u8* label, const u8* eow, int trie_size) {
+    int pos = 0, found = 0;
+    for (i64 q = p; q < end; ++q) {
+        GT_STEP();
+        pos = trie_step(state, check, label, trie_size, pos, data[q]);
+        if (pos < 0) break;
+        const int value = trie_value(state, check, label, eow, trie_size, pos);
+        if (value >= 0) found = value << PT_SYMBOL_BITS | (int)(q + 1 - p);
+    }
+    return found;
+}
+
+// cuts[i] = 1 when byte i starts a string or a character that no match can join to the one before,
+// or (sym_width > 0) a character where a user symbol starts; marks[i] = 0; symbol_at[i] (when
+// sym_width > 0): the longest user symbol at the character starting at i, 0 elsewhere.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 pretokenize_cuts(const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_strings, i64 n_bytes,
-                 const u8* __restrict__ joinable, u32 space, u8* __restrict__ cuts, u8* __restrict__ marks) {
+                 const u8* __restrict__ joinable, u32 space, u8* __restrict__ cuts, u8* __restrict__ marks,
+                 const int* __restrict__ trie_state, const int* __restrict__ trie_check,
+                 const u8* __restrict__ trie_label, const u8* __restrict__ trie_eow, int trie_size, int sym_width,
+                 int* __restrict__ symbol_at) {
     const i64 i = global_thread_index();
     if (i >= n_bytes) return;
     marks[i] = 0;  // pretokenize_scan marks the starts
     const i64 s = string_of_byte(offsets, n_strings, i);
     const i64 begin = offsets[s], end = offsets[s + 1];
     u8 cut = 0;
+    const bool starts = i == begin || utf8_starts_char(data, i, begin, end);
     if (i == begin) {
         cut = 1;
-    } else if (utf8_starts_char(data, i, begin, end)) {
+    } else if (starts) {
         i64 p = i - 1;  // the previous character starts at most 3 bytes back
         while (p > begin && !utf8_starts_char(data, p, begin, end)) --p;
         int len;
         const int prev = pt_symbol_at(data, p, end, space, &len);
         const int cur = pt_symbol_at(data, i, end, space, &len);
         cut = joinable[prev * PT_SYMBOLS + cur] ? 0 : 1;
+    }
+    if (sym_width > 0) {
+        const int found = starts ? longest_symbol(data, i, end, trie_state, trie_check, trie_label, trie_eow,
+                                                  trie_size) : 0;
+        symbol_at[i] = found;
+        if (found != 0) cut = 1;
     }
     cuts[i] = cut;
 }
@@ -100,6 +143,10 @@ struct ScanInput {
     const i64* first_char;     // [chunk]: the first character start at or after the chunk's start
     const int* super_exit;     // [super chunk * n_states + d]: the same per PT_SUPER chunks
     const i64* super_accept;
+    const int* symbol_at;      // [byte]: the longest user symbol there (pretokenize_cuts); sym_width > 0
+    int sym_width;             // 0 without user symbols, else max(longest symbol, 4) bytes <= PT_CHUNK
+    const u8* sym_exit;        // [chunk * sym_width + k]: where the scan entering at offset k leaves
+    const u8* super_sym_exit;  // [super chunk * sym_width + k]: the same per PT_SUPER chunks
 };
 
 __device__ __forceinline__ i64 pt_chunk_end(i64 c, i64 n_bytes) { return min((c + 1) * PT_CHUNK, n_bytes); }
@@ -110,10 +157,11 @@ __device__ __forceinline__ i64 first_char_at(const u8* data, i64 at, i64 begin, 
     return at;
 }
 
-// End of the pre-token starting at p in the string ending at `end`: the longest accepted DFA
-// match, or the first character alone. Runs the DFA to the end of p's chunk, then one summary
-// lookup per chunk.
+// End of the pre-token starting at p in the string ending at `end`: a user symbol's end when one
+// starts at p, else the longest accepted DFA match, or the first character alone. Runs the DFA to
+// the end of p's chunk, then one summary lookup per chunk.
 __device__ __forceinline__ i64 pre_token_end(const ScanInput& in, i64 p, i64 end) {
+    if (in.sym_width > 0 && in.symbol_at[p] != 0) return p + (in.symbol_at[p] & ((1 << PT_SYMBOL_BITS) - 1));
     int len;
     int sym = pt_symbol_at(in.data, p, end, in.space, &len);
     i64 match_end = p + len;  // an unmatched character stands alone
@@ -144,14 +192,43 @@ __device__ __forceinline__ i64 pre_token_end(const ScanInput& in, i64 p, i64 end
     }
 }
 
+// One step of the user-symbol scan from p (a character or a symbol; never past the string's end).
+__device__ __forceinline__ int symbol_scan_step(const u8* data, i64 p, i64 end, const int* symbol_at) {
+    const int found = symbol_at[p];
+    if (found != 0) return found & ((1 << PT_SYMBOL_BITS) - 1);
+    u32 cp;
+    const int n = utf8_sequence_at(data + p, end - p, &cp);
+    return n > 0 ? n : 1;
+}
+
+// exits[k], k < sym_width: where the scan entering the chunk [begin, stop) at begin + k leaves it,
+// as an offset from stop (a step is at most sym_width bytes, so below sym_width). Backwards over
+// the chunk, each position's exit from its step's. A string's scan reaches its end exactly, so a
+// scan from anywhere in an earlier string passes through the next string's start.
+__device__ __forceinline__ void symbol_summary(const u8* data, const i64* offsets, i64 n_strings, i64 begin, i64 stop,
+                                               const int* symbol_at, int sym_width, u8* exits) {
+    u8 exit_of[PT_CHUNK];
+    i64 r = string_of_byte(offsets, n_strings, stop - 1);
+    for (i64 p = stop - 1; p >= begin; --p) {
+        GT_STEP();
+        while (offsets[r] > p) --r;
+        const i64 next = p + symbol_scan_step(data, p, offsets[r + 1], symbol_at);
+        exit_of[p - begin] = next >= stop ? (u8)(next - stop) : exit_of[next - begin];
+    }
+    for (int k = 0; k < sym_width; ++k) exits[k] = k < stop - begin ? exit_of[k] : 0;
+}
+
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 pretokenize_summary(const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_strings, i64 n_bytes,
                     i64 n_chunks, const u8* __restrict__ cuts, const int* __restrict__ table,
                     const u8* __restrict__ accepting, int n_states, u32 space, int* __restrict__ exit_state,
-                    i64* __restrict__ last_accept, i64* __restrict__ first_char) {
+                    i64* __restrict__ last_accept, i64* __restrict__ first_char, const int* __restrict__ symbol_at,
+                    int sym_width, u8* __restrict__ sym_exit) {
     const i64 c = global_thread_index();
     if (c >= n_chunks) return;
     const i64 begin = c * PT_CHUNK, stop = pt_chunk_end(c, n_bytes);
+    if (sym_width > 0)
+        symbol_summary(data, offsets, n_strings, begin, stop, symbol_at, sym_width, sym_exit + c * sym_width);
     const i64 s = string_of_byte(offsets, n_strings, begin), end = offsets[s + 1];
     i64 q = first_char_at(data, begin, offsets[s], end);
     first_char[c] = q;
@@ -189,12 +266,23 @@ pretokenize_summary(const u8* __restrict__ data, const i64* __restrict__ offsets
     }
 }
 
-// Thread (K, d): where a match entering super chunk K (chunks K * PT_SUPER on) in state d goes.
+// Thread (K, d): where a match entering super chunk K (chunks K * PT_SUPER on) in state d goes;
+// with user symbols also thread (K, k): where the symbol scan entering it at offset k leaves it.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 pretokenize_super_summary(i64 n_chunks, int n_states, const int* __restrict__ exit_state,
                           const i64* __restrict__ last_accept, i64 n_super, int* __restrict__ super_exit,
-                          i64* __restrict__ super_accept) {
+                          i64* __restrict__ super_accept, int sym_width, const u8* __restrict__ sym_exit,
+                          u8* __restrict__ super_sym_exit) {
     const i64 t = global_thread_index();
+    if (t < n_super * sym_width) {  // thread (K, k): the user-symbol scan entering super chunk K at offset k
+        const i64 K = t / sym_width;
+        int k = (int)(t % sym_width);
+        for (i64 j = K * PT_SUPER; j < min((K + 1) * PT_SUPER, n_chunks); ++j) {
+            GT_STEP();
+            k = sym_exit[j * sym_width + k];
+        }
+        super_sym_exit[t] = (u8)k;
+    }
     if (t >= n_super * n_states) return;
     const i64 K = t / n_states;
     int state = (int)(t % n_states);
@@ -228,10 +316,31 @@ __device__ __forceinline__ i64 follow_chain(const ScanInput& in, i64 i, i64 stop
     const u8 *__restrict__ data, const i64 *__restrict__ offsets, i64 n_strings, i64 n_bytes, i64 n_chunks, \
         const u8 *__restrict__ cuts, const int *__restrict__ table, const u8 *__restrict__ accepting,        \
         int n_states, u32 space, const int *__restrict__ exit_state, const i64 *__restrict__ last_accept,   \
-        const i64 *__restrict__ first_char, const int *__restrict__ super_exit, const i64 *__restrict__ super_accept
+        const i64 *__restrict__ first_char, const int *__restrict__ super_exit, const i64 *__restrict__ super_accept, \
+        const int *__restrict__ symbol_at, int sym_width, const u8 *__restrict__ sym_exit,                  \
+        const u8 *__restrict__ super_sym_exit
 #define PT_SCAN_INPUT                                                                                          \
     ScanInput{data, offsets, n_strings, n_bytes, cuts, table, accepting, n_states, space, exit_state, last_accept, \
-              first_char, super_exit, super_accept}
+              first_char, super_exit, super_accept, symbol_at, sym_width, sym_exit, super_sym_exit}
+
+// Where the user-symbol scan enters chunk c (> the chunk of row_start, its string's start): from
+// the string's start (a scan from the chunk's first byte, in an earlier string when the string
+// starts later, passes through it), a table lookup per chunk, or per PT_SUPER chunks when aligned.
+__device__ __forceinline__ i64 symbol_scan_entry(const ScanInput& in, i64 c, i64 row_start) {
+    i64 j = row_start / PT_CHUNK;
+    int k = in.sym_exit[j * in.sym_width];
+    for (++j; j < c;) {
+        GT_STEP();
+        if (j % PT_SUPER == 0 && j + PT_SUPER <= c) {
+            k = in.super_sym_exit[j / PT_SUPER * in.sym_width + k];
+            j += PT_SUPER;
+        } else {
+            k = in.sym_exit[j * in.sym_width + k];
+            ++j;
+        }
+    }
+    return c * PT_CHUNK + k;
+}
 
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 pretokenize_land(PT_SCAN_PARAMS, i64* __restrict__ land, i64* __restrict__ first_marked) {
@@ -247,7 +356,9 @@ pretokenize_land(PT_SCAN_PARAMS, i64* __restrict__ land, i64* __restrict__ first
     }
     const i64 r = pt_crossing_string(offsets, n_strings, n_bytes, c);
     if (r < 0) { land[c] = -1; return; }
-    const i64 start = offsets[r] >= begin ? offsets[r] : first_char[c];  // speculative unless it starts here
+    // speculative unless the string starts here; with user symbols never inside a symbol
+    const i64 start = offsets[r] >= begin ? offsets[r]
+                      : in.sym_width > 0 ? symbol_scan_entry(in, c, offsets[r]) : first_char[c];
     land[c] = follow_chain(in, start, stop, offsets[r + 1]);
 }
 
@@ -289,7 +400,8 @@ pretokenize_resolve(PT_SCAN_PARAMS, const i64* __restrict__ land, i64* __restric
     }
 }
 
-// marks[p] = 1 + (symbol of the first character) at every pre-token start p.
+// marks[p] = 1 + (symbol of the first character) at every pre-token start p, PT_SYMBOL_MARK at a
+// user symbol's.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 pretokenize_scan(PT_SCAN_PARAMS, const i64* __restrict__ entries, u8* __restrict__ marks) {
     const i64 c = global_thread_index();
@@ -300,7 +412,8 @@ pretokenize_scan(PT_SCAN_PARAMS, const i64* __restrict__ entries, u8* __restrict
         const i64 r = string_of_byte(offsets, n_strings, at), row_begin = offsets[r], row_end = offsets[r + 1];
         for (i64 p = row_begin < begin ? entries[c] : row_begin; p < min(row_end, stop);) {
             int len;
-            marks[p] = (u8)(1 + pt_symbol_at(data, p, row_end, space, &len));
+            const bool symbol = sym_width > 0 && symbol_at[p] != 0;
+            marks[p] = symbol ? (u8)PT_SYMBOL_MARK : (u8)(1 + pt_symbol_at(data, p, row_end, space, &len));
             p = pre_token_end(in, p, row_end);
         }
         at = row_end;

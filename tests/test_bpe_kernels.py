@@ -491,3 +491,90 @@ def test_tokenizer_device_path_equals_the_rows(name):
                 got = tok.encode(texts, backend=be, with_offsets=True, add_bos=True, add_eos=True)
                 for g, w in zip((got.ids, got.starts, got.ends), (want.ids, want.starts, want.ends)):
                     assert g.to_pylist() == w.to_pylist(), (split, rule)
+
+
+# ------------------------------------------------ user symbols on the device path (issue 16)
+@pytest.mark.parametrize("count", [0, 1, 3, 400])
+@pytest.mark.parametrize("long_bytes, warp_bytes", [(512, 48), (6, 2), (0, 0)])
+def test_bpe_encode_rows_with_symbols(backend, count, long_bytes, warp_bytes, monkeypatch):
+    """A pre-token starting where ``symbol_at`` is non-zero (a user symbol, as
+    ``pretokenize_symbol_marks`` marks it) is its one id ``symbol_at >> 8``, whatever its length
+    and the path its length would take; the others merge as before: the reference's ids, spans and
+    row offsets."""
+    monkeypatch.setattr(cuda_bpe, "LONG_BYTES", long_bytes)
+    monkeypatch.setattr(cuda_bpe, "WARP_BYTES", warp_bytes)
+    rng = np.random.default_rng(count + 7 * long_bytes)
+    model = random_model(rng, 80, byte_fallback=bool(count % 2))
+    data, offsets, marks = marked_texts(rng, count)
+    starts = np.flatnonzero(marks)
+    taken = starts[rng.random(starts.size) < 0.3]
+    symbol_at = np.zeros(data.size, np.int32)
+    symbol_at[taken] = rng.integers(0, len(model), taken.size).astype(np.int32) << 8 | 1
+    tables = model.device_tables("cpu")
+    want = reference.bpe_encode_rows(data, offsets, marks, *tables, symbol_at)
+    numba = numba_bpe.bpe_encode_rows(data, offsets, marks, *tables, symbol_at)
+    got = model.encode_marked(backend.asarray(data), backend.asarray(offsets), backend.asarray(marks), backend,
+                              symbol_at=backend.asarray(symbol_at))
+    for g, n, w in zip(got, numba, want):
+        assert host(g).dtype == n.dtype == w.dtype
+        np.testing.assert_array_equal(n, w)
+        np.testing.assert_array_equal(host(g), w)
+    if count:
+        assert np.isin(symbol_at[taken] >> 8, host(got[0])).all()
+
+
+def symbol_tokenizers():
+    """The sample model with user-defined pieces (overlapping ones, a Han one, one holding the
+    space symbol) under each split, and the same pieces under a SentencePiece-style whitespace
+    split with a dummy prefix."""
+    from gpu_text.demo import MODEL
+    from gpu_text.tokenizer import Normalizer, PreTokenizer, Tokenizer
+
+    base = Tokenizer.from_model_file(MODEL)
+    m = base.model
+    extra = [e for e in ("<mask>", "<sep>", "[宝玉]", "<m", "k><s", "宝玉]", "▁<", "ep>x", "<<", "<<<")
+             if e not in m.piece_to_id]
+    model = BPEModel(m.piece_bytes + [e.encode() for e in extra], list(m.scores) + [0.0] * len(extra),
+                     list(m.types) + [PieceType.USER_DEFINED] * len(extra), unk_id=m.unk_id)
+    for split, cn in (("word", None), ("isolate", "char"), ("whitespace", None), ("none", None)):
+        yield Tokenizer(model, base.normalizer, PreTokenizer(split=split, cn=cn), base.bos_id, base.eos_id)
+    yield Tokenizer(model, Normalizer("NMT_NFKC", add_dummy_prefix=True), PreTokenizer("whitespace"), 1, 2)
+
+
+@pytest.mark.parametrize("name", CUDA_BACKENDS)
+def test_tokenizer_device_path_with_user_symbols(name):
+    """Tokenizer.encode with USER_DEFINED pieces on a CUDA backend (the symbols marked on the
+    device, each its one id) gives the CPU row encoder's ids and original spans, on text full of
+    overlapping symbols, symbols straddling the scan's chunks, long rows and bad bytes."""
+    from tests.test_normalizer import ADVERSARIAL
+
+    rng = np.random.default_rng(6)
+    words = ["the", "▁", "<mask>", "<sep>", "[宝玉]", "宝玉", "]", "<m", "ask>", "<", "sep>", "你好", "don't",
+             "ｆｕｌｌ", " ", "x", "😀"]
+    texts = ["".join(rng.choice(words, int(rng.integers(0, 14)))) for _ in range(80)] + ADVERSARIAL[:10]
+    texts = [t.encode() for t in texts] + [b"\xff<mask>\xe4\xbd<sep", b"", b"<" * 1001, b"x" + b"<mask>" * 200,
+                                           "[宝玉]宝玉]".encode() * 100, b"<mask><sep>x" * 50]
+    be = resolve(name)
+    for tok in symbol_tokenizers():
+        assert tok.symbol_width == len("[宝玉]".encode())
+        want = tok.encode(texts, backend="cpu", with_offsets=True, add_bos=True)
+        got = tok.encode(texts, backend=be, with_offsets=True, add_bos=True)
+        for g, w in zip((got.ids, got.starts, got.ends), (want.ids, want.starts, want.ends)):
+            assert g.to_pylist() == w.to_pylist(), tok.pre_tokenizer
+
+
+@pytest.mark.parametrize("name", CUDA_BACKENDS)
+def test_symbols_the_marks_cannot_hold_take_the_staged_path(name):
+    """A user piece that is not well-formed UTF-8 (the device scan steps by characters) keeps the
+    staged path, with the CPU's ids."""
+    from gpu_text.demo import MODEL
+    from gpu_text.tokenizer import Tokenizer
+
+    base = Tokenizer.from_model_file(MODEL)
+    m = base.model
+    model = BPEModel(m.piece_bytes + [b"<m>", b"\xe4\xbd"], list(m.scores) + [0.0, 0.0],
+                     list(m.types) + [PieceType.USER_DEFINED] * 2, unk_id=m.unk_id)
+    tok = Tokenizer(model, base.normalizer, base.pre_tokenizer)
+    assert tok.user_symbols is not None and tok.symbol_width is None
+    texts = ["你<m>好".encode(), b"a<m>\xe4\xbd\xe4\xbdb", b""]
+    assert tok.encode(texts, backend=resolve(name)).ids.to_pylist() == tok.encode(texts, backend="cpu").ids.to_pylist()

@@ -33,8 +33,9 @@ BOUNDS = {
     "encode_unigram": (17, 3, 2),
     "encode_bytepiece": (25, 3, 2),
     "encode_split_none": (19, 2, 2),  # BPE with split="none"; was (32, 7, 2) before its marks (each text's start)
-    # BPE on the staged path (pre-token lists on the host's word): user symbols, a dictionary cutter
-    "encode_user_symbols": (108, 22, 2),
+    # BPE with user symbols: was (108, 22, 2) on the staged path (symbol matches resolved on the host)
+    "encode_user_symbols": (24, 2, 2),
+    # BPE on the staged path (pre-token lists on the host's word): a dictionary cutter
     "encode_cn": (75, 17, 2),  # was (74, 17, 4) before the segmenter's weights stayed on the device
 }
 # The issue's targets: (≤ 25 launches, ≤ 3 syncs, 0 table uploads after the first call).
@@ -45,7 +46,7 @@ INPUT_UPLOADS = {"encode": 2, "segment": 2, "crf_decode": 6, "encode_unigram": 2
                  "encode_split_none": 2, "encode_user_symbols": 2, "encode_cn": 2}
 TARGETS = {"encode": (True, True, True), "segment": (True, True, True), "crf_decode": (True, True, True),
            "encode_unigram": (True, True, True), "encode_bytepiece": (True, True, True),
-           "encode_split_none": (True, True, True), "encode_user_symbols": (False, False, True),
+           "encode_split_none": (True, True, True), "encode_user_symbols": (True, True, True),
            "encode_cn": (False, False, True)}
 
 
@@ -202,7 +203,8 @@ def test_bpe_split_none_encode_counts():
 
 
 def test_bpe_user_symbols_encode_counts():
-    """BPE with USER_DEFINED pieces (matched whole before the split; the staged path)."""
+    """BPE with USER_DEFINED pieces (matched whole before the split): the fused path, the symbols
+    marked on the device (``PreTokenizer.symbol_marks``), each its one id in ``encode_marked``."""
     from gpu_text.tokenizer import Tokenizer
     from gpu_text.tokenizer.bpe import BPEModel
 

@@ -281,3 +281,131 @@ def test_marks_are_the_starts(backend, config):
         with measure() as counts:
             counting.op("pre_tokenizer", "pretokenize_marks")(data, offsets, dfa)
         assert counts.syncs == 0 and counts.launches == len(SCAN_KERNELS)
+
+
+# ------------------------------------------------ user symbols on the device (issue 16)
+SYMBOL_WORDS = ["<m>", "ab", "abc", "bcd", "你好", "▁x", "a", "aa", "好你"]
+
+
+def symbol_trie(words: list[str]):
+    from gpu_text.tokenizer.pre_tokenizer import symbol_scan_width
+    from gpu_text.trie import DoubleArrayTrie
+
+    encoded = {w.encode(): k + 3 for k, w in enumerate(words)}
+    return DoubleArrayTrie.build(list(encoded), list(encoded.values())), symbol_scan_width(encoded)
+
+
+def symbol_texts(rng: np.random.Generator, count: int) -> list[bytes]:
+    """Random text full of overlapping symbols (``ab``/``abc``/``bcd``, ``a``/``aa``, ``你好``/``好你``),
+    malformed bytes among them."""
+    pieces = PIECES + SYMBOL_WORDS + ["b", "c", "d", "<", "m>", "好"]
+    texts = []
+    for _ in range(count):
+        text = "".join(pieces[k] for k in rng.integers(0, len(pieces), int(rng.integers(0, 25)))).encode()
+        if rng.random() < 0.1:
+            cut = int(rng.integers(0, len(text) + 1))
+            text = text[:cut] + (b"\xe4\xbd", b"\xff", b"\x80")[int(rng.integers(0, 3))] + text[cut:]
+        texts.append(text)
+    return texts
+
+
+def assert_symbol_marks(backend, texts: list[bytes], config, words=SYMBOL_WORDS, use_reference=True) -> None:
+    from cpu_fallback import pre_tokenizer as numba_twins
+
+    batch = TextBatch.from_strings(texts)
+    dfa = PreTokenDFA.compile(*config)
+    trie, width = symbol_trie(words)
+    arrays = (trie.state, trie.check, trie.label, trie.eow)
+    want = numba_twins.pretokenize_symbol_marks(batch.data, batch.offsets, dfa, *arrays, width)
+    if use_reference:
+        for n, w in zip(want, reference.pretokenize_symbol_marks(batch.data, batch.offsets, dfa, *arrays, width)):
+            np.testing.assert_array_equal(n, w)
+    got = backend.op("pre_tokenizer", "pretokenize_symbol_marks")(
+        backend.asarray(batch.data), backend.asarray(batch.offsets), dfa, *trie.arrays(backend), width)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(host(g), w)
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=["-".join(map(str, c)) for c in CONFIGS])
+def test_symbol_marks_on_random_text(backend, config):
+    """pretokenize_symbol_marks: SentencePiece's scan of the symbols (the longest at each character
+    it reaches) and every stretch between them split alone, per byte: the reference's marks and
+    longest symbols, on random batches of 0, 1, 2 and 300 texts."""
+    for size in (0, 1, 2, 300):
+        assert_symbol_marks(backend, symbol_texts(np.random.default_rng(size), size), config)
+
+
+def test_symbol_marks_across_chunks(backend):
+    """Symbols straddling chunk ends, overlapping chains that never meet (``aa`` over a run of
+    ``a`` from odd and even starts, ``ab``/``bcd`` over ``abcd…``), long rows over many chunks and
+    a row past a super chunk (SUPER * CHUNK bytes), between empty rows."""
+    rng = np.random.default_rng(11)
+    texts = []
+    for length in (CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 1, 7 * CHUNK + 3):
+        for piece in ("a", "abcd", "你好", "<m>", "▁x", "ab", "bcd"):
+            text = (piece * length).encode()[:length]
+            texts += [text, b"", b"," + text, text[:-1] + "你".encode()]
+    texts.append(b"".join(symbol_texts(rng, 400))[:3 * CHUNK])
+    for config in (CONFIGS[0], CONFIGS[8], CONFIGS[-1]):
+        assert_symbol_marks(backend, texts, config)
+    long_rows = [b"," + b"a" * (SUPER * CHUNK + 3 * CHUNK + 1), b"", b"abcd" * (SUPER * CHUNK // 3),
+                 b"".join(symbol_texts(rng, 12000))]
+    assert_symbol_marks(backend, long_rows, CONFIGS[0], use_reference=False)
+
+
+def test_symbol_marks_have_no_long_thread():
+    """A 1 MB row of ``a`` under the symbols ``a``/``aa`` (the scan's chains from odd and even
+    positions never meet) and a 1 MB mixed row: no thread takes more than a chunk's characters (a
+    pass backwards over its chunk for the symbols' table), 2 * SUPER table lookups and one per
+    SUPER chunks, and no string is redone (the chunks start where the symbol scan truly enters)."""
+    from cpu_fallback import pre_tokenizer as numba_twins
+    from tests.emulated_backend import emulated_backend
+
+    be = emulated_backend()
+    trie, width = symbol_trie(SYMBOL_WORDS)
+    rng = np.random.default_rng(3)
+    for raw in (b"," + b"a" * (1 << 20), b"".join(symbol_texts(rng, 80000))[: 1 << 20]):
+        batch = TextBatch.from_strings([b"b", raw, b"a"])
+        dfa = PreTokenDFA.compile("word")
+        got = be.op("pre_tokenizer", "pretokenize_symbol_marks")(batch.data, batch.offsets, dfa, *trie.arrays(be),
+                                                                 width)
+        want = numba_twins.pretokenize_symbol_marks(batch.data, batch.offsets, dfa, trie.state, trie.check,
+                                                    trie.label, trie.eow, width)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+        steps = {name: kernel.last_max_steps for name, kernel in emulated_kernels().items()}
+        print(len(raw), "bytes: longest thread's steps", steps)
+        assert max(steps.values()) <= CHUNK + 2 * SUPER + len(raw) // (SUPER * CHUNK) + 1, steps
+        assert steps["pretokenize_resolve"] == 0
+
+
+def test_symbol_marks_read_nothing_back():
+    """The same launches as without symbols, and no host read."""
+    from tests.cuda_emulator.device_counts import measure
+    from tests.emulated_backend import counting_emulated_backend
+
+    counting = counting_emulated_backend()
+    batch = TextBatch.from_strings(symbol_texts(np.random.default_rng(2), 200))
+    trie, width = symbol_trie(SYMBOL_WORDS)
+    data, offsets, arrays = counting.asarray(batch.data), counting.asarray(batch.offsets), trie.arrays(counting)
+    dfa = PreTokenizer().device_dfa(counting)
+    counting.op("pre_tokenizer", "pretokenize_symbol_marks")(data, offsets, dfa, *arrays, width)
+    with measure() as counts:
+        counting.op("pre_tokenizer", "pretokenize_symbol_marks")(data, offsets, dfa, *arrays, width)
+    assert (counts.syncs, counts.uploads, counts.launches) == (0, 0, len(SCAN_KERNELS))
+
+
+def test_symbol_marks_are_the_pre_tokens_of_the_staged_path(backend):
+    """PreTokenizer.symbol_marks gives the pre-tokens and symbol ids of pre_tokenize with symbols."""
+    trie, width = symbol_trie(SYMBOL_WORDS)
+    texts = symbol_texts(np.random.default_rng(9), 200)
+    batch = TextBatch.from_strings(texts)
+    for pre in (PreTokenizer(), PreTokenizer(split="isolate", cn="char"), PreTokenizer(split="whitespace"),
+                PreTokenizer(split="none")):
+        staged = pre.pre_tokenize(texts, "cpu", trie)
+        marks, symbol_at = (host(a) for a in pre.symbol_marks(batch.to_device(backend.xp), trie, width, backend))
+        starts = np.flatnonzero(marks)
+        ids = np.where(marks[starts] == 7, symbol_at[starts] >> 8, -1)
+        base = batch.offsets[:-1][np.repeat(np.arange(len(texts)), np.diff(staged.starts.offsets))]
+        np.testing.assert_array_equal(starts, staged.starts.values + base)
+        np.testing.assert_array_equal(ids, staged.symbol_ids.values)

@@ -36,15 +36,18 @@ def _model(rt: KernelRuntime, scores: Any, byte_ids: Any, unk_id: int, tables: A
 
 
 def _merge_and_emit(rt: KernelRuntime, data: Any, token_starts: Any, token_ends: Any, n_tokens: int, found: tuple,
-                    model: tuple, n_long: Any, rows: Any = None) -> tuple[Any, Any, Any, Any, Any]:
+                    model: tuple, n_long: Any, rows: Any = None, symbol_at: Any = None
+                    ) -> tuple[Any, Any, Any, Any, Any]:
     """Merges (a thread per short pre-token, a warp per medium one, a block per long one) and
     emits the pre-tokens ``[token_starts[k], token_ends[k])``: at most ``n_tokens`` of them;
     ``found`` = (device count, 1) when the device holds their number, else (any array, 0).
     ``n_long`` (two uint64: the long and the medium pre-tokens' counts) is zeroed. ``rows``: the
     number of pre-tokens before every text row (``bpe_pre_tokens``), to give the first id of every
-    row too. One host read: the number of ids. Returns ids, their spans, the per-pre-token offsets
-    and the row offsets (or None)."""
+    row too. ``symbol_at``: per byte, non-zero where a pre-token is a user symbol (its piece id << 8
+    | its length, ``pretokenize_symbol_marks``), which gives that one id. One host read: the number
+    of ids. Returns ids, their spans, the per-pre-token offsets and the row offsets (or None)."""
     xp = rt.xp
+    symbols = (xp.empty(1, xp.int32), np.int32(0)) if symbol_at is None else (symbol_at, np.int32(1))
     size = data.size
     # the paths' limits as the kernels apply them (merge_path in cuda/bpe.cu)
     long_bytes = min(LONG_BYTES, WARP_MAX_BYTES)
@@ -64,7 +67,7 @@ def _merge_and_emit(rt: KernelRuntime, data: Any, token_starts: Any, token_ends:
     offsets = xp.empty(n_tokens + 1, xp.int64)
     launch(rt.function("bpe", "bpe_merge"), blocks_for(max(n_tokens, 1), BLOCK),
            (data, token_starts, token_ends, i64(n_tokens), *found, *model, sym_len, sym_next, sym_id,
-            i64(long_bytes), counts, n_long, long_list, offsets, i64(warp_bytes), medium_list))
+            i64(long_bytes), counts, n_long, long_list, offsets, i64(warp_bytes), medium_list, *symbols))
     warp_grid = min(WARP_GRID, blocks_for(most_medium, WARP_BLOCK // 32))
     if warp_grid:
         rt.function("bpe", "bpe_merge_warp")((warp_grid, 1, 1), (WARP_BLOCK, 1, 1), (
@@ -87,7 +90,7 @@ def _merge_and_emit(rt: KernelRuntime, data: Any, token_starts: Any, token_ends:
     launch(rt.function("bpe", "bpe_emit"), short_blocks + long_grid,
            (data, token_starts, token_ends, i64(n_tokens), *found, *model, sym_len, sym_next, sym_id, offsets,
             i64(long_bytes), ids, id_starts, id_ends, offsets if rows is None else rows, i64(n_rows), row_offsets,
-            i64(short_blocks), long_list, n_long, sym_prev))
+            i64(short_blocks), long_list, n_long, sym_prev, *symbols))
     return ids, id_starts, id_ends, offsets, None if rows is None else row_offsets
 
 
@@ -112,10 +115,13 @@ def bpe_encode(rt: KernelRuntime, data: Any, token_starts: Any, token_ends: Any,
 
 
 def bpe_encode_rows(rt: KernelRuntime, data: Any, offsets: Any, marks: Any, state: Any, check: Any, label: Any,
-                    eow: Any, scores: Any, byte_ids: Any, unk_id: int, tables: Any) -> tuple[Any, Any, Any, Any]:
+                    eow: Any, scores: Any, byte_ids: Any, unk_id: int, tables: Any, symbol_at: Any = None
+                    ) -> tuple[Any, Any, Any, Any]:
     """Ids (int32) of the texts ``data[offsets[r]:offsets[r + 1]]`` cut into pre-tokens where
     ``marks`` (one per byte, ``pretokenize_marks``) is non-zero, each id's byte span in ``data``,
-    and the ids' row offsets (int64, one per text and the end).
+    and the ids' row offsets (int64, one per text and the end). ``symbol_at`` (with
+    ``pretokenize_symbol_marks``' marks): a pre-token starting where it is non-zero is a user
+    symbol, the one id ``symbol_at[start] >> 8``.
 
     The pre-tokens are found on the device and their number stays there (the grids are sized by
     the byte count, which bounds it): one host read, the number of ids."""
@@ -134,5 +140,5 @@ def bpe_encode_rows(rt: KernelRuntime, data: Any, offsets: Any, marks: Any, stat
     del rank
     ids, id_starts, id_ends, _, row_offsets = _merge_and_emit(
         rt, data, token_starts, token_ends, n_bytes, (count, np.int32(1)), _model(rt, scores, byte_ids, unk_id, tables),
-        n_long, row_first)
+        n_long, row_first, symbol_at)
     return ids, id_starts, id_ends, row_offsets

@@ -229,12 +229,14 @@ class BPEModel:
             xp.ascontiguousarray(be.asarray(ends), dtype=xp.int64), *self.device_tables(be))
         return EncodedPreTokens(ids, id_starts, id_ends, offsets)
 
-    def encode_marked(self, data: Any, offsets: Any, marks: Any, backend: str | Backend | None = None
-                      ) -> tuple[Any, Any, Any, Any]:
+    def encode_marked(self, data: Any, offsets: Any, marks: Any, backend: str | Backend | None = None,
+                      symbol_at: Any = None) -> tuple[Any, Any, Any, Any]:
         """Encode the texts ``data[offsets[r]:offsets[r + 1]]`` (on the backend's device) cut into
         pre-tokens at every non-zero byte of ``marks`` (:meth:`PreTokenizer.marks
         <gpu_text.tokenizer.pre_tokenizer.PreTokenizer.marks>`): ids, each id's byte span in
-        ``data`` and the ids' row offsets. The pre-tokens never leave the device.
+        ``data`` and the ids' row offsets. The pre-tokens never leave the device. ``symbol_at``
+        (:meth:`PreTokenizer.symbol_marks <gpu_text.tokenizer.pre_tokenizer.PreTokenizer.symbol_marks>`):
+        a pre-token starting where it is non-zero is a user symbol, its one id ``symbol_at[start] >> 8``.
 
         >>> m = BPEModel(["<unk>", "a", "b", "ab"], [0.0, -1.0, -2.0, 0.0], [2, 1, 1, 1])
         >>> data, marks = np.frombuffer(b"ababb", np.uint8), np.array([1, 0, 1, 0, 1], np.uint8)
@@ -243,7 +245,7 @@ class BPEModel:
         ([3, 3, 2], [0, 2, 3])
         """
         be = get_backend(backend)
-        return be.op("bpe", "bpe_encode_rows")(data, offsets, marks, *self.device_tables(be))
+        return be.op("bpe", "bpe_encode_rows")(data, offsets, marks, *self.device_tables(be), symbol_at)
 
     def device_tables(self, backend: str | Backend | None = None) -> tuple[Any, ...]:
         """What the BPE kernels take after the pre-tokens: the trie arrays, scores, byte ids, the

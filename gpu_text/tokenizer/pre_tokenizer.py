@@ -338,6 +338,26 @@ class PreTokenizer:
             return marks[:-1]
         return be.op("pre_tokenizer", "pretokenize_marks")(texts.data, texts.offsets, self.device_dfa(be))
 
+    def symbol_marks(self, texts: TextBatch, symbols: DoubleArrayTrie, width: int,
+                     backend: str | Backend | None = None) -> tuple[Any, Any]:
+        """:meth:`marks` with user-defined symbols (``symbols``: words → piece ids) taken whole, as
+        :meth:`pre_tokenize` takes them, without a host read: the marks (7 at a symbol's pre-token)
+        and, per byte, the longest symbol at each character (int32: its piece id << 8 | its byte
+        length, 0 for none), which :meth:`BPEModel.encode_marked
+        <gpu_text.tokenizer.bpe.BPEModel.encode_marked>` reads. ``width``: :func:`symbol_scan_width`
+        of the words. For the split alone: not for a dictionary ``cn`` (``ValueError``).
+
+        >>> marks, at = PreTokenizer().symbol_marks(TextBatch.from_strings(["a<m>b"]),
+        ...                                         DoubleArrayTrie.build(["<m>"], [7]), 4, "cpu")
+        >>> marks.tolist(), at.tolist()
+        ([4, 7, 0, 0, 4], [0, 1795, 0, 0, 0])
+        """
+        if self.segmenter is not None:
+            raise ValueError("PreTokenizer.symbol_marks covers the split alone: not a dictionary cn")
+        be = get_backend(backend)
+        return be.op("pre_tokenizer", "pretokenize_symbol_marks")(texts.data, texts.offsets, self.device_dfa(be),
+                                                                   *symbols.arrays(be), width)
+
     def device_dfa(self, backend: str | Backend | None = None) -> PreTokenDFA:
         """The compiled DFA with its tables on the backend's device: copied there once and kept.
 
@@ -447,6 +467,25 @@ def symbol_matches(symbols: DoubleArrayTrie, data: Any, offsets: Any, backend: s
     return starts[chosen], ends[chosen], values[chosen]
 
 
+def symbol_scan_width(words: dict[bytes, int]) -> int | None:
+    """The ``width`` :meth:`PreTokenizer.symbol_marks` takes for user symbols (words → piece ids):
+    the longest word's bytes, at least 4 (a character's); None when the marks cannot hold them: a
+    word that is not well-formed UTF-8 (the scan steps by characters), longer than 255 bytes or
+    with an id of 2**23 or more (a symbol's id and length share an int32).
+
+    >>> symbol_scan_width({b"<mask>": 5}), symbol_scan_width({b"\\xff": 5}), symbol_scan_width({b"a": 1 << 23})
+    (6, None, None)
+    """
+    for word, value in words.items():
+        try:
+            word.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if not 0 < len(word) <= 255 or not 0 <= value < 1 << 23:
+            return None
+    return max([4] + [len(word) for word in words])
+
+
 def pre_tokenize_strings(texts: list[str], split: str = "word", digits: str = "keep",
                          cn: str | Path | Dictionary | None = None, space: str = SPACE_SYMBOL,
                          backend: str | Backend | None = None) -> list[list[str]]:
@@ -458,4 +497,4 @@ def pre_tokenize_strings(texts: list[str], split: str = "word", digits: str = "k
     return PreTokenizer(split, digits, cn, space).pre_tokenize_strings(texts, backend)
 
 
-__all__ = ["PreTokenDFA", "PreTokenizer", "PreTokens", "pre_tokenize_strings", "symbol_matches"]
+__all__ = ["PreTokenDFA", "PreTokenizer", "PreTokens", "pre_tokenize_strings", "symbol_matches", "symbol_scan_width"]

@@ -10,6 +10,7 @@ SentencePiece does: each occurrence is one id, and merges run between them, neve
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from gpu_text.specs import spec_mapping, spec_value
 from gpu_text.tokenizer.bpe import BPEModel, EncodedPreTokens, PieceType
 from gpu_text.tokenizer.decoder import Decoder
 from gpu_text.tokenizer.normalizer import SPACE_SYMBOL, Normalizer
-from gpu_text.tokenizer.pre_tokenizer import SPLIT_MODES, PreTokenizer
+from gpu_text.tokenizer.pre_tokenizer import SPLIT_MODES, PreTokenizer, symbol_scan_width
 from gpu_text.tokenizer.tokenizer_file import FORMAT, TokenizerFileError, model_file_kind, model_from_spec, \
     model_to_spec, read_tokenizer_file, write_tokenizer_file
 from gpu_text.trie import DoubleArrayTrie
@@ -119,6 +120,8 @@ class Tokenizer:
         user = [i for i in np.flatnonzero(model.types == PieceType.USER_DEFINED).tolist() if model.piece_bytes[i]]
         words = {model.piece_bytes[i]: i for i in reversed(user)}  # a repeated piece: its first id
         self.user_symbols = DoubleArrayTrie.build(list(words), list(words.values())) if words else None
+        # the symbols on the device path (per-byte marks), or None when its marks cannot hold them
+        self.symbol_width = symbol_scan_width(words) if words else None
 
     # ------------------------------------------------------------------------------- vocabulary
     def __len__(self) -> int:
@@ -165,18 +168,25 @@ class Tokenizer:
 
     def _encode_stages(self, batch: TextBatch, be: Backend, with_offsets: bool
                        ) -> tuple[RaggedArray, RaggedArray | None, RaggedArray | None]:
-        """Each stage over the whole batch (the GPU's way: one kernel per stage). Without user
-        symbols and a dictionary cutter, the pre-tokens stay per-byte marks on the device (the
-        lattice models take ``split="none"`` rows whole), and a call reads the device twice for BPE
-        (the normalized size, the number of ids), three times for the lattice models (and the
-        number of edges)."""
+        """Each stage over the whole batch (the GPU's way: one kernel per stage). Without a
+        dictionary cutter, the pre-tokens stay per-byte marks on the device (the lattice models take
+        ``split="none"`` rows whole; BPE's user symbols are marked too, and each is its one id), and
+        a call reads the device twice for BPE (the normalized size, the number of ids), three times
+        for the lattice models (and the number of edges)."""
         normalized = self.normalizer.normalize(batch, be, with_alignment=with_offsets)
         text = normalized.text
         pre_tokenizer = self.pre_tokenizer
         marked = getattr(self.model, "encode_marked", None)  # BPE's
         rows = getattr(self.model, "encode_rows", None)  # the lattice models': a whole row is one lattice
-        if (marked is not None or rows is not None) and self.user_symbols is None and pre_tokenizer.segmenter is None:
-            if marked is not None:
+        symbols = self.user_symbols
+        if symbols is not None and (marked is None or self.symbol_width is None):
+            rows = marked = None  # the staged path below
+        if (marked is not None or rows is not None) and pre_tokenizer.segmenter is None:
+            symbol_at = None
+            if marked is not None and symbols is not None:
+                marks, symbol_at = pre_tokenizer.symbol_marks(text, symbols, self.symbol_width, be)
+                encode = functools.partial(marked, symbol_at=symbol_at)
+            elif marked is not None:
                 encode, marks = marked, pre_tokenizer.marks(text, be)
             else:
                 encode, marks = rows, None if pre_tokenizer.split == "none" else pre_tokenizer.marks(text, be)

@@ -63,12 +63,33 @@ def bpe_encode(data, token_starts, token_ends, state, check, label, eow, scores,
             np.array(offsets, np.int64))
 
 
-def bpe_encode_rows(data, offsets, marks, state, check, label, eow, scores, byte_ids, unk_id, tables=None):
-    """Every text's pre-tokens (from each non-zero mark to the next) merged by :func:`bpe_encode`;
-    the ids' row offsets counted text by text."""
+def bpe_encode_rows(data, offsets, marks, state, check, label, eow, scores, byte_ids, unk_id, tables=None,
+                    symbol_at=None):
+    """Every text's pre-tokens (from each non-zero mark to the next) merged by :func:`bpe_encode`,
+    except a user symbol's (``symbol_at`` non-zero at its start), which is its one id; the ids' row
+    offsets counted text by text."""
     starts = [p for p in range(len(marks)) if marks[p]]
     ends = starts[1:] + [len(data)]
-    ids, id_starts, id_ends, token_offsets = bpe_encode(data, np.array(starts, np.int64), np.array(ends, np.int64),
-                                                        state, check, label, eow, scores, byte_ids, unk_id, tables)
-    rows = [int(token_offsets[bisect.bisect_left(starts, at)]) for at in np.asarray(offsets).tolist()]
-    return ids, id_starts, id_ends, np.array(rows, np.int64)
+    is_symbol = [symbol_at is not None and int(symbol_at[a]) != 0 for a in starts]
+    plain = [k for k, symbol in enumerate(is_symbol) if not symbol]
+    merged = bpe_encode(data, np.array([starts[k] for k in plain], np.int64),
+                        np.array([ends[k] for k in plain], np.int64), state, check, label, eow, scores, byte_ids,
+                        unk_id, tables)
+    merged_ids, merged_starts, merged_ends, merged_offsets = (a.tolist() for a in merged)
+    ids, id_starts, id_ends, token_offsets = [], [], [], [0]
+    j = 0  # the next merged pre-token
+    for k, (a, b) in enumerate(zip(starts, ends)):
+        if is_symbol[k]:
+            ids.append(int(symbol_at[a]) >> 8)
+            id_starts.append(a)
+            id_ends.append(b)
+        else:
+            lo, hi = merged_offsets[j], merged_offsets[j + 1]
+            j += 1
+            ids += merged_ids[lo:hi]
+            id_starts += merged_starts[lo:hi]
+            id_ends += merged_ends[lo:hi]
+        token_offsets.append(len(ids))
+    rows = [token_offsets[bisect.bisect_left(starts, at)] for at in np.asarray(offsets).tolist()]
+    return (np.array(ids, np.int32), np.array(id_starts, np.int64), np.array(id_ends, np.int64),
+            np.array(rows, np.int64))

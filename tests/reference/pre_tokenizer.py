@@ -94,3 +94,43 @@ def pretokenize_marks(data: np.ndarray, offsets: np.ndarray, dfa) -> np.ndarray:
     marks = np.zeros(len(data), np.uint8)
     marks[starts] = symbols + 1
     return marks
+
+
+SYMBOL_MARK = 7  # the mark of a user symbol's pre-token (PT_SYMBOL_MARK)
+
+
+def pretokenize_symbol_marks(data: np.ndarray, offsets: np.ndarray, dfa, state, check, label, eow,
+                             sym_width: int) -> tuple[np.ndarray, np.ndarray]:
+    """SentencePiece's scan for user symbols, directly: at every character the longest word of the
+    trie (``symbol_at``: its value << 8 | its length), taken whole when the scan stands there, and
+    each stretch between the taken ones pre-tokenized as a string of its own."""
+    from tests.reference.trie import words_of
+
+    words = words_of(state, check, label, eow)
+    raw = bytes(data)
+    marks = np.zeros(len(raw), np.uint8)
+    symbol_at = np.zeros(len(raw), np.int32)
+    for s in range(len(offsets) - 1):
+        begin, end = int(offsets[s]), int(offsets[s + 1])
+        text = raw[begin:end]
+        chars = [at for _, at in decode_string(text)]
+        for at in chars:
+            found = [(len(w), v) for w, v in words.items() if text.startswith(w, at)]
+            if found:
+                length, value = max(found)
+                symbol_at[begin + at] = value << 8 | length
+        at, char = 0, set(chars)
+        stretch = 0  # where the text since the last symbol starts
+        while at <= len(text):
+            taken = at < len(text) and at in char and symbol_at[begin + at] != 0
+            if taken or at == len(text):
+                for k, kind_of in pre_tokens_of(text[stretch:at], dfa.split, dfa.digits, dfa.han_per_char, dfa.space):
+                    marks[begin + stretch + k] = NUMBERS[kind_of] + 1
+                if at == len(text):
+                    break
+                marks[begin + at] = SYMBOL_MARK
+                at += int(symbol_at[begin + at]) & 255
+                stretch = at
+            else:
+                at += 1
+    return marks, symbol_at
