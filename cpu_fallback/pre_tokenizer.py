@@ -18,6 +18,7 @@ from .utf8 import CLASS_SPACE, class_of, sequence_at, starts_char
 # APOSTROPHE 5; keep in sync with gpu_text.tokenizer.pre_tokenizer and PT_* in pre_tokenizer.cu.
 N_SYMBOLS = 6
 SYMBOL_SPACE, SYMBOL_APOSTROPHE = 1, 5
+HAN_SYMBOL = 4
 # The mark of a user symbol's pre-token; symbol_at packs a symbol's piece id above its byte length
 # (PT_SYMBOL_MARK and PT_SYMBOL_BITS in pre_tokenizer.cu).
 SYMBOL_MARK = N_SYMBOLS + 1
@@ -166,3 +167,30 @@ def pretokenize_symbol_marks(data: np.ndarray, offsets: np.ndarray, dfa, state, 
     run_chunks(_symbol_scan, chunk_bounds(np.diff(offsets)), data, offsets, dfa.table, dfa.accepting,
                np.uint32(dfa.space), state, check, label, eow, marks, symbol_at)
     return marks, symbol_at
+
+
+@njit(**JIT)
+def _mark_words(data, offsets, word_starts, word_rows, space, marks):
+    for r in range(offsets.size - 1):
+        for k in range(word_rows[r], word_rows[r + 1]):
+            p = offsets[r] + word_starts[k]
+            symbol, _ = _symbol_at(data, p, offsets[r + 1], space)
+            if symbol == HAN_SYMBOL:
+                marks[p] = 1 + HAN_SYMBOL
+
+
+def pretokenize_mark_words(data: np.ndarray, offsets: np.ndarray, word_starts: np.ndarray, word_rows: np.ndarray,
+                           dfa, marks: np.ndarray) -> np.ndarray:
+    """``marks`` with every word start (``word_starts`` relative to its row, ``word_rows`` each
+    row's first word) whose character is Han marked as a Han pre-token's start (a dictionary cn's
+    cuts); in place, returns ``marks``.
+
+    >>> from gpu_text.tokenizer.pre_tokenizer import PreTokenDFA
+    >>> data = np.frombuffer("a你好".encode(), np.uint8)
+    >>> marks = np.array([4, 5, 0, 0, 0, 0, 0], np.uint8)
+    >>> pretokenize_mark_words(data, np.array([0, 7]), np.array([0, 1, 4]), np.array([0, 3]),
+    ...                        PreTokenDFA.compile("word"), marks).tolist()
+    [4, 5, 0, 0, 5, 0, 0]
+    """
+    _mark_words(data, offsets, word_starts, word_rows, np.uint32(dfa.space), marks)
+    return marks

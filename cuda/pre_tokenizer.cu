@@ -419,3 +419,22 @@ pretokenize_scan(PT_SCAN_PARAMS, const i64* __restrict__ entries, u8* __restrict
         at = row_end;
     }
 }
+
+// ---------------------------------------------------------------- a dictionary cutter's words
+// With a dictionary cn, Han pre-tokens (maximal Han runs under the word and isolate splits) are
+// cut at the words of DictCut's Segmenter, which segments the same runs of the same rows: thread k
+// marks word k's start p (word_starts[k] relative to its row; word_rows: each row's first word)
+// as a Han pre-token's, 1 + PT_HAN, when its character is Han (a Han run's first word is marked
+// already; the other words are no Han pre-tokens' and leave the marks alone).
+#define PT_HAN 4
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+pretokenize_mark_words(const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_rows,
+                       const i64* __restrict__ word_starts, const i64* __restrict__ word_rows, i64 n_words, u32 space,
+                       u8* __restrict__ marks) {
+    const i64 k = global_thread_index();
+    if (k >= n_words) return;
+    const i64 r = string_of_byte(word_rows, n_rows, k);
+    const i64 p = offsets[r] + word_starts[k];
+    int len;
+    if (pt_symbol_at(data, p, offsets[r + 1], space, &len) == PT_HAN) marks[p] = (u8)(1 + PT_HAN);
+}

@@ -578,3 +578,36 @@ def test_symbols_the_marks_cannot_hold_take_the_staged_path(name):
     assert tok.user_symbols is not None and tok.symbol_width is None
     texts = ["你<m>好".encode(), b"a<m>\xe4\xbd\xe4\xbdb", b""]
     assert tok.encode(texts, backend=resolve(name)).ids.to_pylist() == tok.encode(texts, backend="cpu").ids.to_pylist()
+
+
+@pytest.mark.parametrize("name", ["cpu"] + CUDA_BACKENDS)
+def test_tokenizer_with_a_dictionary_cutter_equals_the_staged_path(name):
+    """Tokenizer.encode with a dictionary ``cn`` (the cutter's words marked on the device) gives the
+    ids and original spans of the staged path (pre-token lists, each Han pre-token cut alone), with
+    and without user symbols (which keep the staged path), on mixed text, bad bytes and long Han runs."""
+    from gpu_text.batch import TextBatch
+    from gpu_text.demo import MODEL
+    from gpu_text.segment import Dictionary
+    from gpu_text.tokenizer import Normalizer, PreTokenizer, Tokenizer
+
+    base = Tokenizer.from_model_file(MODEL)
+    words = ["宝玉", "黛玉", "贾母", "说道", "笑道", "一个", "什么", "宝玉笑", "王夫人", "夫人"]
+    cn = Dictionary(words, np.arange(3, 3 + len(words)), 100)
+    rng = np.random.default_rng(2)
+    pieces = words + ["the", "▁", "你", "好", "。", "1234", "don't", "ｆｕｌｌ", " ", "<mask>", "了"]
+    texts = ["".join(rng.choice(pieces, int(rng.integers(0, 16)))) for _ in range(80)]
+    texts = [t.encode() for t in texts] + [b"\xff\xfe \xe4\xbd", b"", "宝玉笑道一个什么".encode() * 600]
+    be = resolve(name)
+    for split in ("word", "isolate"):
+        for rule in ("NMT_NFKC", "no"):
+            tok = Tokenizer(base.model, Normalizer(rule), PreTokenizer(split=split, cn=cn), 1, 2)
+            batch = TextBatch.from_strings(texts)
+            want = tok._encode_stages(batch, resolve("cpu"), True, lists=True)
+            got = tok.encode(texts, backend=be, with_offsets=True)
+            for g, w in zip((got.ids, got.starts, got.ends), want):
+                assert g.to_pylist() == w.to_pylist(), (split, rule)
+    m = base.model
+    model = BPEModel(m.piece_bytes + [b"<mask>"], list(m.scores) + [0.0], list(m.types) + [PieceType.USER_DEFINED],
+                     unk_id=m.unk_id)
+    tok = Tokenizer(model, base.normalizer, PreTokenizer(cn=cn))
+    assert tok.encode(texts, backend=be).ids.to_pylist() == tok.encode(texts, backend="cpu").ids.to_pylist()

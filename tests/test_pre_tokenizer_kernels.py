@@ -409,3 +409,51 @@ def test_symbol_marks_are_the_pre_tokens_of_the_staged_path(backend):
         base = batch.offsets[:-1][np.repeat(np.arange(len(texts)), np.diff(staged.starts.offsets))]
         np.testing.assert_array_equal(starts, staged.starts.values + base)
         np.testing.assert_array_equal(ids, staged.symbol_ids.values)
+
+
+# ------------------------------------------------ a dictionary cutter's words as marks (issue 16)
+CUT_WORDS = ["我们", "学习", "人工智能", "你好", "好", "人工", "智能", "你好你"]
+
+
+def cutter_texts(rng: np.random.Generator, count: int) -> list[bytes]:
+    pieces = PIECES + ["我们", "学习", "人工", "智能", "你", "好", "的", "𠀀", "龥"]
+    return ["".join(pieces[k] for k in rng.integers(0, len(pieces), int(rng.integers(0, 30)))).encode()
+            for _ in range(count)]
+
+
+def test_mark_words_twins(backend):
+    """pretokenize_mark_words: the words of a Segmenter's segmentation that start with a Han
+    character become Han pre-token starts; reference == Numba == the backend."""
+    from cpu_fallback import pre_tokenizer as numba_twins
+    from gpu_text.segment import Segmenter
+
+    texts = cutter_texts(np.random.default_rng(4), 300) + [b"", "你好你好你好".encode() * 90, b"\xe4\xbd\xa0\xff"]
+    batch = TextBatch.from_strings(texts)
+    dfa = PreTokenDFA.compile("word")
+    words = Segmenter(Dictionary(CUT_WORDS, np.arange(1, len(CUT_WORDS) + 1), 60)).segment(texts, "cpu").starts
+    marks = numba_twins.pretokenize_marks(batch.data, batch.offsets, dfa)
+    want = reference.pretokenize_mark_words(batch.data, batch.offsets, words.values, words.offsets, dfa, marks.copy())
+    np.testing.assert_array_equal(
+        numba_twins.pretokenize_mark_words(batch.data, batch.offsets, words.values, words.offsets, dfa, marks.copy()),
+        want)
+    got = backend.op("pre_tokenizer", "pretokenize_mark_words")(
+        *(backend.asarray(a) for a in (batch.data, batch.offsets, words.values, words.offsets)), dfa,
+        backend.asarray(marks.copy()))
+    np.testing.assert_array_equal(host(got), want)
+    assert (want != marks).any()
+
+
+@pytest.mark.parametrize("split", ["word", "isolate"])
+def test_dictionary_cutter_marks_are_the_staged_starts(backend, split):
+    """PreTokenizer.marks with a dictionary cn (the Segmenter's words of the same texts marked in the
+    Han pre-tokens) gives the starts of pre_tokenize's staged cutter (each Han pre-token solved as
+    a span), on mixed text, bad bytes and Han runs longer than the segmenter's chunks."""
+    cn = Dictionary(CUT_WORDS, np.arange(1, len(CUT_WORDS) + 1), 60)
+    pre = PreTokenizer(split=split, digits="split", cn=cn)
+    texts = cutter_texts(np.random.default_rng(8), 300) + [
+        b"", "我们学习人工智能".encode() * 700, b"a" + "你好你".encode() * 1500 + b"\xff" + "好".encode() * 9]
+    batch = TextBatch.from_strings(texts)
+    staged = pre.pre_tokenize(texts, "cpu")
+    base = batch.offsets[:-1][np.repeat(np.arange(len(texts)), np.diff(staged.starts.offsets))]
+    marks = host(pre.marks(batch.to_device(backend.xp), backend))
+    np.testing.assert_array_equal(np.flatnonzero(marks), staged.starts.values + base)

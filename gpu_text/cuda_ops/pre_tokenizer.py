@@ -42,6 +42,18 @@ def pretokenize_symbol_marks(rt: KernelRuntime, data: Any, offsets: Any, dfa: An
     return _scan(rt, data, offsets, dfa, (state, check, label, eow, int(sym_width)))
 
 
+def pretokenize_mark_words(rt: KernelRuntime, data: Any, offsets: Any, word_starts: Any, word_rows: Any, dfa: Any,
+                           marks: Any) -> Any:
+    """``marks`` (:func:`pretokenize_marks`') with the start of every word (``word_starts``,
+    relative to its row, ``word_rows`` each row's first word: a ``Segmenter``'s segmentation of
+    the same rows) whose character is Han marked as a Han pre-token's: a dictionary ``cn``'s cuts
+    of the Han pre-tokens. In place; returns ``marks``. One launch, no host read."""
+    n_words = int(word_starts.size)
+    launch(rt.function("pre_tokenizer", "pretokenize_mark_words"), blocks_for(n_words, BLOCK),
+           (data, offsets, i64(offsets.size - 1), word_starts, word_rows, i64(n_words), np.uint32(dfa.space), marks))
+    return marks
+
+
 def _scan(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any, symbols: tuple | None) -> tuple[Any, Any]:
     xp = rt.xp
     n_states = int(dfa.table.shape[0])

@@ -321,22 +321,31 @@ class PreTokenizer:
     def marks(self, texts: TextBatch, backend: str | Backend | None = None) -> Any:
         """Per byte of ``texts.data`` (a batch on the backend's device): 0, or at every pre-token
         start 1 + the DFA symbol of its first character (with ``split="none"``: 1 at every text's
-        first byte); the same pre-tokens as :meth:`pre_tokenize`, without a host read. For the split
-        alone: not for a dictionary ``cn`` (``ValueError``).
+        first byte); the same pre-tokens as :meth:`pre_tokenize`. Without a host read, except with
+        a dictionary ``cn``: its :meth:`Segmenter.segment <gpu_text.segment.Segmenter.segment>` of
+        the same texts (whose Han runs are the Han pre-tokens) reads its word count, and the
+        words starting with a Han character are marked.
 
         >>> PreTokenizer().marks(TextBatch.from_strings(["ab▁c", "1"]), "cpu").tolist()
         [4, 0, 2, 0, 0, 0, 3]
         >>> PreTokenizer("none").marks(TextBatch.from_strings(["ab▁c", "", "1"]), "cpu").tolist()
         [1, 0, 0, 0, 0, 0, 1]
+        >>> cn = Dictionary(["你好"], np.array([5]), 9)
+        >>> PreTokenizer(cn=cn).marks(TextBatch.from_strings(["你好吗"]), "cpu").tolist()
+        [5, 0, 0, 0, 0, 0, 5, 0, 0]
         """
-        if self.segmenter is not None:
-            raise ValueError("PreTokenizer.marks covers the split alone: not a dictionary cn")
         be = get_backend(backend)
         if self.split == "none":  # no kernel: a mark at each text's start (one past the data for empty last texts)
             marks = be.xp.zeros(texts.data.size + 1, be.xp.uint8)
             marks[texts.offsets[:-1]] = 1
             return marks[:-1]
-        return be.op("pre_tokenizer", "pretokenize_marks")(texts.data, texts.offsets, self.device_dfa(be))
+        dfa = self.device_dfa(be)
+        marks = be.op("pre_tokenizer", "pretokenize_marks")(texts.data, texts.offsets, dfa)
+        if self.segmenter is None:
+            return marks
+        words = self.segmenter.segment(texts, be).starts
+        return be.op("pre_tokenizer", "pretokenize_mark_words")(texts.data, texts.offsets, words.values, words.offsets,
+                                                                 dfa, marks)
 
     def symbol_marks(self, texts: TextBatch, symbols: DoubleArrayTrie, width: int,
                      backend: str | Backend | None = None) -> tuple[Any, Any]:

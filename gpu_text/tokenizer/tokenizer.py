@@ -166,22 +166,28 @@ class Tokenizer:
             ids, starts, ends = self._add_specials(ids, starts, ends, batch, add_bos, add_eos, xp)
         return Encoding(ids, starts, ends)
 
-    def _encode_stages(self, batch: TextBatch, be: Backend, with_offsets: bool
+    def _encode_stages(self, batch: TextBatch, be: Backend, with_offsets: bool, lists: bool = False
                        ) -> tuple[RaggedArray, RaggedArray | None, RaggedArray | None]:
-        """Each stage over the whole batch (the GPU's way: one kernel per stage). Without a
-        dictionary cutter, the pre-tokens stay per-byte marks on the device (the lattice models take
-        ``split="none"`` rows whole; BPE's user symbols are marked too, and each is its one id), and
-        a call reads the device twice for BPE (the normalized size, the number of ids), three times
-        for the lattice models (and the number of edges)."""
+        """Each stage over the whole batch (the GPU's way: one kernel per stage). The pre-tokens
+        stay per-byte marks on the device (the lattice models take ``split="none"`` rows whole;
+        BPE's user symbols are marked too, and each is its one id; so are a dictionary cutter's
+        words, for BPE without user symbols), and a call reads the device twice for BPE (the
+        normalized size, the number of ids; a dictionary cutter adds its word count), three times
+        for the lattice models (and the number of edges). ``lists``: the pre-tokens as lists (the
+        staged path, which every configuration can take; the tests' comparison)."""
         normalized = self.normalizer.normalize(batch, be, with_alignment=with_offsets)
         text = normalized.text
         pre_tokenizer = self.pre_tokenizer
         marked = getattr(self.model, "encode_marked", None)  # BPE's
         rows = getattr(self.model, "encode_rows", None)  # the lattice models': a whole row is one lattice
         symbols = self.user_symbols
-        if symbols is not None and (marked is None or self.symbol_width is None):
+        if symbols is not None and (marked is None or self.symbol_width is None or pre_tokenizer.segmenter is not None):
             rows = marked = None  # the staged path below
-        if (marked is not None or rows is not None) and pre_tokenizer.segmenter is None:
+        if pre_tokenizer.segmenter is not None:
+            rows = None  # BPE's marks take a dictionary cutter's words; the lattice models' rows do not
+        if lists:
+            rows = marked = None
+        if marked is not None or rows is not None:
             symbol_at = None
             if marked is not None and symbols is not None:
                 marks, symbol_at = pre_tokenizer.symbol_marks(text, symbols, self.symbol_width, be)

@@ -134,3 +134,16 @@ def pretokenize_symbol_marks(data: np.ndarray, offsets: np.ndarray, dfa, state, 
             else:
                 at += 1
     return marks, symbol_at
+
+
+def pretokenize_mark_words(data: np.ndarray, offsets: np.ndarray, word_starts: np.ndarray, word_rows: np.ndarray,
+                           dfa, marks: np.ndarray) -> np.ndarray:
+    """Every word start whose character is Han becomes a Han pre-token start (in place)."""
+    raw = bytes(data)
+    for r in range(len(offsets) - 1):
+        begin, end = int(offsets[r]), int(offsets[r + 1])
+        kinds = {at: kind(cp, dfa.space) for cp, at in decode_string(raw[begin:end])}
+        for k in range(int(word_rows[r]), int(word_rows[r + 1])):
+            if kinds.get(int(word_starts[k])) == HAN:
+                marks[begin + int(word_starts[k])] = NUMBERS[HAN] + 1
+    return marks
