@@ -457,3 +457,15 @@ def test_dictionary_cutter_marks_are_the_staged_starts(backend, split):
     base = batch.offsets[:-1][np.repeat(np.arange(len(texts)), np.diff(staged.starts.offsets))]
     marks = host(pre.marks(batch.to_device(backend.xp), backend))
     np.testing.assert_array_equal(np.flatnonzero(marks), staged.starts.values + base)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(st.sampled_from("abc<>d你▁"), min_size=1, max_size=6), min_size=1, max_size=6, unique=True),
+       st.lists(st.text(st.sampled_from("abc<>d你▁1 "), max_size=40), max_size=6),
+       st.sampled_from(CONFIGS))
+def test_symbol_marks_property(words, texts, config):
+    """Any symbols over a small alphabet (overlapping, nested, sharing prefixes) on any text: the
+    emulated kernels' marks and longest symbols are the reference's."""
+    from tests.emulated_backend import emulated_backend
+
+    assert_symbol_marks(emulated_backend(), [t.encode() for t in texts], config, words)

@@ -16,7 +16,9 @@ as in the seed's PieceTokenizer, plus SentencePiece-compatible splits:
 User-defined symbols (``symbols``, a trie of the model's USER_DEFINED pieces) are found first, as
 SentencePiece does: scanning each string left to right, the longest symbol starting at a character
 is taken whole and the scan resumes after it. Each one becomes a pre-token of its own that carries
-its piece id; the text between them is split as above, each stretch on its own.
+its piece id; the text between them is split as above, each stretch on its own. On the device
+(:meth:`PreTokenizer.symbol_marks`) the symbols are found and their overlaps resolved by the
+pre-tokenizer's own chunked scan (``cuda/pre_tokenizer.cu``), without a host read.
 
 Matching is leftmost-longest. The patterns are compiled once, here, into a DFA over six symbols
 (other, S, N, A, H, apostrophe); the kernels (``cuda/pre_tokenizer.cu`` and its Numba twin) run it.
