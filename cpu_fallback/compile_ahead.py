@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +212,11 @@ class _Waiting:
 
     def __call__(self, sig: Any) -> Any:
         waits_at = _cpu_seconds()
+        with _LOCK:
+            callbacks = list(_ON_WAIT)
+            _ON_WAIT.clear()
+        for callback in callbacks:  # the first wait only
+            callback()
         self.child.wait(self.index, WAIT_SECONDS)
         WAITS.append((self.dispatcher.py_func.__name__, waits_at, self.child.started + self.child.cpu[self.index]))
         _restore(self.dispatcher)
@@ -218,6 +224,7 @@ class _Waiting:
 
 
 _CHILDREN: list[_Child] = []
+_ON_WAIT: list[Callable[[], Any]] = []  # called when this process first waits for a child
 # (kernel, this process's CPU seconds when its first call began waiting, the CPU seconds at which
 # it would have been ready had the child run on a core of its own from its start):
 # benchmarks/cold_start.py reckons from these what a first run takes on two idle cores
@@ -239,11 +246,12 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def start(*plans: str) -> bool:
+def start(*plans: str, on_wait: Callable[[], Any] | None = None) -> bool:
     """Start ``plans`` (one child for all): if any of their ``there`` kernels is missing from the
     cache (and this process may use two cores), start the child that compiles them, then compile
     the ``here`` kernels. True when a child was started. Its kernels' first calls wait for it
-    (see :class:`_Waiting`)."""
+    (see :class:`_Waiting`); the first of them calls ``on_wait`` (the command line's compile
+    notice: this process compiles nothing itself then, or not yet)."""
     here = [entry for plan in plans for entry in PLANS[plan][0]]
     there = [entry for plan in plans for entry in PLANS[plan][1]]
     if os.environ.get(DISABLE_VAR, "1").strip() == "0" or _cpus() < 2:
@@ -264,6 +272,8 @@ def start(*plans: str) -> bool:
         except OSError:
             return False
         _CHILDREN.append(child)
+        if on_wait is not None:
+            _ON_WAIT.append(on_wait)
         for index, (_, dispatcher) in enumerate(missing):
             dispatcher.compile = _Waiting(dispatcher, child, index)
             _WAITING.append(dispatcher)
@@ -287,6 +297,7 @@ def stop() -> None:
         children, waiting = list(_CHILDREN), list(_WAITING)
         _CHILDREN.clear()
         _WAITING.clear()
+        _ON_WAIT.clear()
         for dispatcher in waiting:
             _restore(dispatcher)
     for child in children:

@@ -33,6 +33,7 @@ CPU and the Numba version, so a changed install compiles again rather than loadi
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import sys
@@ -107,8 +108,8 @@ def compile_notice(command: str | None, stream: TextIO | None = None,
 
             compile_ahead = get_backend("cpu").ops("compile_ahead")
             stack.callback(compile_ahead.stop)
-            if compile_ahead.start(*plans) and notice is not None:
-                notice.on_start(None)  # the child compiles: say so even if nothing compiles here
+            # the notice also when this process first waits for the child (it may compile nothing itself)
+            compile_ahead.start(*plans, on_wait=None if notice is None else functools.partial(notice.on_start, None))
         yield notice
 
 

@@ -19,8 +19,10 @@ from gpu_text.demo import MODEL
 from tests.conftest import require
 
 REPO = Path(__file__).resolve().parents[1]
+# no compile notice: these tests want stderr to be exactly the one error line, whatever the cache
+# holds (tests/test_warmup.py tests the notice; conftest.py sets it only after this is built)
 ENV = {**os.environ, "NUMBA_CACHE_DIR": os.environ.get("NUMBA_CACHE_DIR", str(REPO / ".cache" / "numba")),
-       "GPU_TEXT_BACKEND": "cpu"}
+       "GPU_TEXT_BACKEND": "cpu", "GPU_TEXT_COMPILE_NOTICE": "0"}
 ENV.pop("GPU_TEXT_PROGRESS", None)
 ENV.pop("GPU_TEXT_DEBUG", None)
 

@@ -92,11 +92,13 @@ def test_a_failing_child_leaves_the_kernel_to_compile_here(tmp_path, monkeypatch
     dispatcher = _uncached_plan(monkeypatch)
     expected = _stats(dispatcher)
     _fake_python(tmp_path, "exit 1", monkeypatch)
-    assert compile_ahead.start("test")
+    waits = []
+    assert compile_ahead.start("test", on_wait=lambda: waits.append(1))
     child = compile_ahead._CHILDREN[-1]
-    assert "compile" in dispatcher.__dict__  # its first call with new types waits for the child
+    assert "compile" in dispatcher.__dict__ and not waits  # its first call with new types waits for the child
     dispatcher.compile(dispatcher.signatures[0])  # what Numba calls: returns once the child has failed
     assert "compile" not in dispatcher.__dict__ and _stats(dispatcher) == expected
+    assert waits == [1]  # the command line's notice: said when this process first waits
     compile_ahead.stop()
     assert child.process.returncode == 1 and not compile_ahead._CHILDREN
 
