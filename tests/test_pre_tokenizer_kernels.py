@@ -287,6 +287,19 @@ def test_marks_are_the_starts(backend, config):
 SYMBOL_WORDS = ["<m>", "ab", "abc", "bcd", "你好", "▁x", "a", "aa", "好你"]
 
 
+def test_symbol_mark_is_the_kernels():
+    """The mark of a symbol's pre-token and the packing of symbol_at, alike in the three twins."""
+    from cpu_fallback import pre_tokenizer as numba_twins
+    from gpu_text.cuda_ops import pre_tokenizer as launcher
+    from gpu_text.kernel_sources import kernel_source_path
+
+    source = kernel_source_path("pre_tokenizer").read_text()
+    assert launcher.SYMBOL_MARK == numba_twins.SYMBOL_MARK == reference.SYMBOL_MARK == 7
+    assert "#define PT_SYMBOL_MARK (PT_SYMBOLS + 1)" in source and "#define PT_SYMBOLS 6\n" in source
+    assert "#define PT_SYMBOL_BITS 8 " in source and numba_twins.SYMBOL_BITS == 8
+    assert launcher.MAX_SYMBOL_BYTES == 255
+
+
 def symbol_trie(words: list[str]):
     from gpu_text.tokenizer.pre_tokenizer import symbol_scan_width
     from gpu_text.trie import DoubleArrayTrie
