@@ -211,7 +211,7 @@ __device__ __forceinline__ void symbol_summary(const u8* data, const i64* offset
     i64 r = string_of_byte(offsets, n_strings, stop - 1);
     for (i64 p = stop - 1; p >= begin; --p) {
         GT_STEP();
-        while (offsets[r] > p) --r;
+        if (offsets[r] > p) r = string_of_byte(offsets, r, p);  // the string before (past any empty ones)
         const i64 next = p + symbol_scan_step(data, p, offsets[r + 1], symbol_at);
         exit_of[p - begin] = next >= stop ? (u8)(next - stop) : exit_of[next - begin];
     }

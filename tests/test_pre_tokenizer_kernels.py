@@ -359,6 +359,7 @@ def test_symbol_marks_across_chunks(backend):
             text = (piece * length).encode()[:length]
             texts += [text, b"", b"," + text, text[:-1] + "你".encode()]
     texts.append(b"".join(symbol_texts(rng, 400))[:3 * CHUNK])
+    texts += [b"ab"] + [b""] * 5000 + [b"cd<m>", b"", b"a"]  # many empty strings inside one chunk
     for config in (CONFIGS[0], CONFIGS[8], CONFIGS[-1]):
         assert_symbol_marks(backend, texts, config)
     long_rows = [b"," + b"a" * (SUPER * CHUNK + 3 * CHUNK + 1), b"", b"abcd" * (SUPER * CHUNK // 3),
