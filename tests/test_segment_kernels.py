@@ -419,7 +419,7 @@ def test_segment_resolve_walk_without_a_step_per_piece(monkeypatch, kind):
     pieces_steps = module.get_function("segment_pieces").last_max_steps
     chunk = launchers.CHUNK_BYTES
     pieces = -(-len(line.encode()) // chunk)  # the anchors
-    group = launchers.group_anchors(pieces)
+    group = launchers._group_anchors(pieces)
     solved = int((states["slot"] == 1).sum()) - 1  # solved exactly in the walk (beside the run's last piece)
     per_piece = 1 + launchers.GUESSES * frontier + frontier ** 2  # a match and a table step
     walk = (pieces // group + 2 * group) * per_piece  # a jump per segment; two segments stepped through

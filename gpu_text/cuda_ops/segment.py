@@ -122,7 +122,7 @@ EST_FLOATS = FRONT_MAX * FRONT_MAX + 2 + FRONT_MAX + 2
 EST_INTS = 10
 
 
-def group_anchors(n_anchors: int) -> int:
+def _group_anchors(n_anchors: int) -> int:
     """Anchors per group of the segments of segment_pieces' estimates and segment_resolve's walk: the
     power of two next to sqrt(n_anchors), so a segment has at most that many pieces and a run's walk
     steps over about as many segments."""
@@ -167,7 +167,7 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
     class_i = xp.empty(CLASS_INTS * max(n_slots, 1), xp.int32)
     est_f = xp.empty(EST_FLOATS * max(n_slots, 1), xp.float64)
     est_i = xp.empty(EST_INTS * max(n_slots, 1), xp.int64)
-    group = group_anchors(n_anchors)
+    group = _group_anchors(n_anchors)
     fronts = (front_n, front_off)
     marks_blocks = blocks_for(n, BLOCK)
     launch(rt.function("segment", "segment_marks"), marks_blocks + blocks_for(n_anchors, BLOCK),
