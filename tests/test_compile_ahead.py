@@ -199,3 +199,19 @@ def test_a_cold_tokenize_compiles_the_row_encoder_in_the_child_only(tmp_path):
             assert there <= set(report["compiled"])
         ids[ahead] = pq.read_table(out).column(0).to_pylist()
     assert ids["1"] == ids["0"] and ids["1"]
+
+
+def test_the_warmup_command_runs_without_a_child(monkeypatch):
+    """``gpu-text warmup`` turns compile-ahead off for the commands it runs (and back on after)."""
+    from gpu_text import warmup as warmup_module
+
+    assert warmup_module.AHEAD_VAR == compile_ahead.DISABLE_VAR
+    monkeypatch.delenv(compile_ahead.DISABLE_VAR, raising=False)
+    seen = []
+
+    def fake_main(argv):
+        seen.append(os.environ.get(compile_ahead.DISABLE_VAR))
+        return 0
+
+    warmup_module.warmup(fake_main, ["score"])
+    assert seen == ["0"] and compile_ahead.DISABLE_VAR not in os.environ
