@@ -5,12 +5,14 @@ inputs (:data:`gpu_text.warmup.WARMUPS`), so that what is measured is start-up a
 
 Each run's wall seconds and CPU seconds (the process and its children: the compile-ahead child of
 :mod:`cpu_fallback.compile_ahead` included) are reported, and what it would take on two idle cores
-(:func:`idle_seconds`, reckoned from CPU seconds: the figure to compare on a shared machine), the median of ``--repeat`` (a fresh cache
+(:func:`idle_seconds`, reckoned from CPU seconds: the figure to compare on a shared machine), the
+median of ``--repeat`` (a fresh cache
 each time for the cold runs; in brackets the CPU seconds of the command's own process, without the
 child), with the load average before the runs: on a shared machine the wall
 time is only as good as the load. ``--no-ahead`` sets ``GPU_TEXT_COMPILE_AHEAD=0`` (everything
 compiled in the one process: the figures before compile-ahead). The table counts the compile
-notices: one on a cold run (none for ``score``, which compiles nothing), none on a warm one. Writes ``cold_start.md`` and
+notices: one on a cold run (none for ``score``, which compiles nothing), none on a warm one.
+Writes ``cold_start.md`` and
 ``cold_start.json`` under ``--out`` (``bench-results``).
 """
 from __future__ import annotations
@@ -46,7 +48,8 @@ def cases() -> list[tuple[str, list[str]]]:
                     ("train-tokenizer --method bytepiece", BYTEPIECE_TRAIN)]
     at = [name for name, _ in found].index("tokenize") + 1
     found[at:at] = [("tokenize (Unigram model)", ["tokenize", "--model", "{unigram}", "{mixed}", "{out}.u.parquet"]),
-                    ("tokenize (BytePiece model)", ["tokenize", "--model", "{bytepiece}", "{mixed}", "{out}.b.parquet"])]
+                    ("tokenize (BytePiece model)",
+                     ["tokenize", "--model", "{bytepiece}", "{mixed}", "{out}.b.parquet"])]
     return found
 
 
@@ -138,7 +141,8 @@ def measure(names: list[str] | None = None, repeat: int = 1, ahead: bool = True,
                 shutil.rmtree(cache, ignore_errors=True)
             row = {"command": name, "argv": argv, "ahead": ahead, "repeat": repeat,
                    **{f"{kind}_{key}": statistics.median(r[key] for r in runs)
-                      for kind, runs in (("cold", cold), ("warm", warm)) for key in ("wall", "cpu", "cpu_main", "idle", "load")},
+                      for kind, runs in (("cold", cold), ("warm", warm))
+                      for key in ("wall", "cpu", "cpu_main", "idle", "load")},
                    "cold_notices": max(r["notices"] for r in cold), "warm_notices": max(r["notices"] for r in warm),
                    "runs": {"cold": cold, "warm": warm}}
             rows.append(row)
@@ -148,17 +152,19 @@ def measure(names: list[str] | None = None, repeat: int = 1, ahead: bool = True,
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    """The table of :func:`measure`'s rows.
+    """The table of :func:`measure`'s rows: seconds on two idle cores (reckoned), wall and CPU
+    seconds (in brackets the command's own process), the 1-minute load average, the compile notices
+    of the cold and the warm run.
 
     >>> print(markdown([{"command": "x", "cold_wall": 1, "cold_cpu": 2, "cold_cpu_main": 1.5, "cold_idle": 1.6,
     ...                  "cold_load": 0.5, "warm_wall": 0.5, "warm_cpu": 0.4, "warm_idle": 0.4, "warm_load": 0.5,
     ...                  "cold_notices": 1, "warm_notices": 0}]))
-    | command | cold: 2 idle cores s | wall s | CPU s (main process) | warm: 2 idle cores s | wall s | CPU s | load (1 min) | notices cold / warm |
+    | command | cold s, 2 idle cores | wall s | CPU s (main) | warm s, 2 idle cores | wall s | CPU s | load | notices |
     |---|---|---|---|---|---|---|---|---|
     | x | 1.6 | 1.0 | 2.0 (1.5) | 0.4 | 0.5 | 0.4 | 0.5 | 1 / 0 |
     """
-    lines = ["| command | cold: 2 idle cores s | wall s | CPU s (main process) | warm: 2 idle cores s | wall s | CPU s "
-             "| load (1 min) | notices cold / warm |",
+    lines = ["| command | cold s, 2 idle cores | wall s | CPU s (main) | warm s, 2 idle cores | wall s | CPU s | load "
+             "| notices |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['command']} | {r['cold_idle']:.1f} | {r['cold_wall']:.1f} | {r['cold_cpu']:.1f} "

@@ -17,8 +17,13 @@ child if it still runs and reaps it; the command line calls it when the command 
 on an error or on Ctrl-C). ``$GPU_TEXT_COMPILE_AHEAD=0`` turns plans off; with one core there is
 no child either.
 
->>> [str(t) for t in parse_signature("u1[] (i4[,] u1[]!) i8 b1 {i8:i8}")]
-['array(uint8, 1d, C)', 'Tuple(array(int32, 2d, C), readonly array(uint8, 1d, C))', 'int64', 'bool', 'DictType[int64,int64]<iv=None>']
+>>> for t in parse_signature("u1[] (i4[,] u1[]!) i8 b1 {i8:i8}"):
+...     print(t)
+array(uint8, 1d, C)
+Tuple(array(int32, 2d, C), readonly array(uint8, 1d, C))
+int64
+bool
+DictType[int64,int64]<iv=None>
 """
 from __future__ import annotations
 
@@ -58,7 +63,8 @@ PLANS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # (the input is read after the model) and the row encoder
     "tokenize-bpe": ((_NORMALIZE_ROW,), (
         *_LINES,
-        "bpe.encode_pre_token: u1[] i8 i8 f4[] u8[] i4[] u8[] i4[] u8[] i4[] i4[] i4[] i4[] i8[,] i8 i8[] i4[] i4[] f4[]",
+        "bpe.encode_pre_token: u1[] i8 i8 f4[] u8[] i4[] u8[] i4[] u8[] i4[] i4[] i4[] i4[] i8[,] i8 i8[] i4[] i4[] "
+        "f4[]",
         "tokenizer._encode_rows: u1[] i8[] i8 i8 (i4[] i4[] u1[] u1[] u1[] i8[]) u1[] i8 i8 i8 i4[] i4[,] u1[] u4 f4[] "
         "u8[] i4[] u8[] i4[] u8[] i4[] i4[] i4[] i4 b1 (i4[] i4[] u1[] u1[]) i8[,] (i8[,] i4[,] i4[,] f4[,])")),
     # here the model's tries and the normalizer; there the line splitter, the pre-tokenizer, the lattice
@@ -83,7 +89,8 @@ PLANS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # here reading, normalizing, pre-tokenizing and counting; there the merges and the model's tables
     "train-bpe": ((), (
         *_UTF8_STATS, "bpe_trainer.new_seen_table: ", "merge_tables.empty_table: i8",
-        "bpe_trainer.build_pairs: i4[] i4[] i8[] i8 i8 u8[] i4[] i4[] i4[] i4[] i4[] i8[] i4[] i4[] i1[] i4[] i4[] i4[] i8[]",
+        "bpe_trainer.build_pairs: i4[] i4[] i8[] i8 i8 u8[] i4[] i4[] i4[] i4[] i4[] i8[] i4[] i4[] i1[] i4[] i4[] "
+        "i4[] i8[]",
         "bpe_trainer.train_steps: i8 i8 i8 i8 i8 i4[] i4[] i4[] i8[] i4[] i4[] i4[] i4[] i4[] i8[] i4[] i4[] i1[] i4[] "
         "i4[] i8[] i4[] i4[] i8[] u8[] i4[] {i8:i8} i4[] i4[] i4[] i4[]",
         *_MERGE_TABLES)),
@@ -168,9 +175,9 @@ class _Child:
         self.started = _cpu_seconds()  # this process's CPU seconds when the child started
         root = Path(__file__).resolve().parents[__name__.count(".")]  # the folder holding this package
         path = os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])
-        self.process = subprocess.Popen([sys.executable, "-m", __name__, *entries], env=dict(os.environ, PYTHONPATH=path),
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        text=True)
+        self.process = subprocess.Popen([sys.executable, "-m", __name__, *entries],
+                                        env=dict(os.environ, PYTHONPATH=path), stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.reader = threading.Thread(target=self._read, name="compile-ahead", daemon=True)
         self.reader.start()
 

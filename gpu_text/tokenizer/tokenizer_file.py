@@ -201,5 +201,5 @@ def model_method(path: str | os.PathLike) -> str | None:
     return {"BPE": "bpe", "UNIGRAM": "unigram"}.get(model_type_of(data) or "")
 
 
-__all__ = ["FORMAT", "TokenizerFileError", "model_file_kind", "model_method", "model_from_spec", "model_to_spec", "read_tokenizer_file",
-           "write_tokenizer_file"]
+__all__ = ["FORMAT", "TokenizerFileError", "model_file_kind", "model_method", "model_from_spec", "model_to_spec",
+           "read_tokenizer_file", "write_tokenizer_file"]
