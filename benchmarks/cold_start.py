@@ -11,7 +11,7 @@ each time for the cold runs; in brackets the CPU seconds of the command's own pr
 child), with the load average before the runs: on a shared machine the wall
 time is only as good as the load. ``--no-ahead`` sets ``GPU_TEXT_COMPILE_AHEAD=0`` (everything
 compiled in the one process: the figures before compile-ahead). The table counts the compile
-notices: one on a cold run (none for ``score``, which compiles nothing), none on a warm one.
+notices: one on a cold run, none on a warm one.
 Writes ``cold_start.md`` and
 ``cold_start.json`` under ``--out`` (``bench-results``).
 """

@@ -49,7 +49,7 @@ AHEAD_VAR = "GPU_TEXT_COMPILE_AHEAD"  # "0": no compile-ahead child (cpu_fallbac
 NOTICE = ("gpu_text: compiling CPU kernels (first run only: they are cached for later runs; "
           "'gpu-text warmup' compiles them ahead of time)...")
 # Commands that compile nothing: no listener (importing Numba alone costs ~0.4 s).
-NO_KERNELS = frozenset({"score", "warmup"})
+NO_KERNELS = frozenset({"warmup"})
 
 _DATA = Path(__file__).resolve().parent / "data"
 _MODEL = _DATA / "models" / "sample-bpe-4k.txt"
@@ -96,7 +96,7 @@ def compile_notice(command: str | None, stream: TextIO | None = None,
     With the command's parsed ``args``, its later kernels are compiled in a second process when
     they are not cached yet (:func:`ahead_plans`); that process is ended when the block ends.
 
-    >>> with compile_notice("score") as notice:
+    >>> with compile_notice("warmup") as notice:
     ...     print(notice)
     None
     """

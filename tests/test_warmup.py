@@ -33,13 +33,13 @@ def test_warmup_compiles_into_the_given_cache_once(tmp_path):
     assert first.returncode == 0, first.stderr
     lines = first.stderr.strip().splitlines()
     assert lines[0].startswith("warmup info: ") and not lines[0].endswith(" 0 functions compiled"), lines
-    assert lines[1].startswith("warmup score: ") and lines[1].endswith(" 0 functions compiled"), lines
+    assert lines[1].startswith("warmup score: "), lines  # its own kernels: the text reader's
     assert lines[2].startswith("warmup: ") and str(cache) in lines[2], lines
     assert NOTICE not in first.stderr  # the warm-up reports itself
     assert list(cache.rglob("*.nbi")) and list(cache.rglob("*.nbc"))
-    again = run_cli("warmup", "--commands", "info", cache=cache)
+    again = run_cli("warmup", "--commands", "info", "score", cache=cache)
     assert again.returncode == 0, again.stderr
-    assert again.stderr.splitlines()[0].endswith(", 0 functions compiled"), again.stderr
+    assert all(line.endswith(", 0 functions compiled") for line in again.stderr.splitlines()[:2]), again.stderr
 
 
 def test_the_notice_appears_on_a_cold_cache_only(tmp_path):
@@ -70,7 +70,7 @@ def test_compile_notice_says_it_once_and_only_when_compiling(monkeypatch):
     with compile_notice("demo", stream) as notice:
         double(np.arange(3))  # compiled already: nothing to say
     assert stream.getvalue() == "" and notice.compiles == 0
-    with compile_notice("score", stream) as notice:
+    with compile_notice("warmup", stream) as notice:
         assert notice is None
     monkeypatch.setenv(NOTICE_VAR, "0")
     with compile_notice("demo", stream) as notice:
