@@ -50,6 +50,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from gpu_text.outputs.direct_file import DirectFile
 from gpu_text.outputs.packing import append_to_rows
 from gpu_text.ragged import RaggedArray
 
@@ -98,7 +99,7 @@ class MegatronWriter:
             raise ValueError(f"eod_id {eod_id} is outside the vocabulary of {vocab_size} ids")
         self.idx_path, self.eod_id = idx_path, eod_id
         scratch = os.path.dirname(os.path.abspath(idx_path))
-        self.bin = open(bin_path, "wb")
+        self.bin = DirectFile(bin_path)  # the tokens: most of the bytes a job writes
         self.lengths = tempfile.TemporaryFile(dir=scratch)  # int32 per sequence
         self.document_index = tempfile.TemporaryFile(dir=scratch)  # int64 per document
         self.sequences = self.documents = 0
@@ -127,18 +128,21 @@ class MegatronWriter:
     def close(self) -> int:
         """Finish ``.bin`` and write ``.idx``; returns the number of documents written."""
         self.bin.close()
-        with open(self.idx_path, "wb") as idx:
+        idx = DirectFile(self.idx_path)  # 20 bytes a document: written after the job, so past the page cache too
+        try:
             idx.write(MAGIC + struct.pack("<Q", VERSION) + struct.pack("<B", DTYPE_CODES[self.dtype]))
             idx.write(struct.pack("<QQ", self.sequences, self.documents + 1))
             _copy(self.lengths, idx)
             self._write_pointers(idx)
             idx.write(np.zeros(1, "<i8").tobytes())
             _copy(self.document_index, idx)
+        finally:
+            idx.close()
         self.lengths.close()
         self.document_index.close()
         return self.documents
 
-    def _write_pointers(self, idx: BinaryIO) -> None:
+    def _write_pointers(self, idx: DirectFile) -> None:
         """Every sequence's byte offset in ``.bin``: the running sum of the lengths before it."""
         self.lengths.seek(0)
         itemsize, start = self.dtype.itemsize, 0
@@ -154,7 +158,7 @@ class MegatronWriter:
             handle.close()
 
 
-def _copy(scratch: BinaryIO, out: BinaryIO) -> None:
+def _copy(scratch: BinaryIO, out: DirectFile) -> None:
     scratch.seek(0)
     while chunk := scratch.read(8 * _COPY_ITEMS):
         out.write(chunk)

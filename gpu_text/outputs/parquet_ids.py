@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from gpu_text.outputs.direct_file import DirectFile
 from gpu_text.ragged import RaggedArray
 
 MAGIC = b"PAR1"
@@ -103,7 +104,7 @@ class ParquetIdsWriter:
     """Writes the ``ids`` column, a row group per :meth:`write`, the footer at :meth:`close`."""
 
     def __init__(self, path: str) -> None:
-        self.file = open(path, "wb")
+        self.file = DirectFile(path)
         self.file.write(MAGIC)
         self.offset = len(MAGIC)
         self.row_groups: list[list[tuple[int, int, Any]]] = []

@@ -145,6 +145,42 @@ class EncodedPreTokens:
     offsets: Any
 
 
+_TRIE_FIELDS = ("state", "check", "label", "eow")
+
+
+def _merge_structures(words: list[bytes], ids: np.ndarray, n_pieces: int
+                      ) -> tuple[DoubleArrayTrie | None, MergeTables]:
+    """The trie of the mergeable pieces and their :class:`MergeTables`, from the table cache
+    (:mod:`gpu_text.table_cache`, by the pieces, their ids and the piece count) or built: a model
+    loaded again builds nothing and loads none of the builders' compiled code (a 16k model's load
+    and first encode in a fresh process: 0.74 -> 0.55 s).
+
+    >>> trie, tables = _merge_structures([b"a", b"ab"], np.array([1, 2], np.int32), 3)
+    >>> trie.lookup("ab"), len(tables)
+    (2, 7)
+    """
+    import importlib.util
+
+    from gpu_text.kernel_sources import cpu_twin_package
+    from gpu_text.table_cache import cached_arrays
+
+    def build() -> dict[str, np.ndarray]:
+        trie = DoubleArrayTrie.build(words, ids) if words else None
+        arrays = trie.arrays("cpu") if trie is not None else tuple(np.zeros(1, dt) for dt in
+                                                                    (np.int32, np.int32, np.uint8, np.uint8))
+        tables = MergeTables.build(words, ids, n_pieces, arrays)
+        built = {f"trie_{name}": np.asarray(a) for name, a in zip(_TRIE_FIELDS, arrays)}
+        return {**built, "has_trie": np.array(trie is not None), **tables._asdict()}
+
+    source = b"".join(len(w).to_bytes(4, "little") + w for w in words) + ids.astype("<i4").tobytes() \
+        + n_pieces.to_bytes(8, "little")
+    modules = [MergeTables.__module__, DoubleArrayTrie.__module__, f"{cpu_twin_package()}.merge_tables",
+               f"{cpu_twin_package()}.double_array"]
+    arrays = cached_arrays("bpe-merges", source, build, *(importlib.util.find_spec(m).origin for m in modules))
+    trie = DoubleArrayTrie(*(arrays[f"trie_{name}"] for name in _TRIE_FIELDS)) if bool(arrays["has_trie"]) else None
+    return trie, MergeTables(*(arrays[name] for name in MergeTables._fields))
+
+
 class BPEModel:
     """Pieces (str), scores (higher merges first), types; ``unk_id`` and optional byte fallback.
 
@@ -185,10 +221,8 @@ class BPEModel:
         self.byte_ids = byte_ids if byte_fallback else np.full(256, -1, np.int32)
         mergeable = np.flatnonzero(merges).tolist()
         words = [self.piece_bytes[i] for i in mergeable]
-        self.trie = DoubleArrayTrie.build(words, np.array(mergeable, np.int32)) if words else None
         self._on_device: dict[tuple[str, int], tuple[Any, ...]] = {}
-        self.merge_tables = MergeTables.build(words, np.array(mergeable, np.int32), len(self.pieces),
-                                              self._trie_arrays("cpu"))
+        self.trie, self.merge_tables = _merge_structures(words, np.array(mergeable, np.int32), len(self.pieces))
 
     def __len__(self) -> int:
         return len(self.pieces)

@@ -1,0 +1,57 @@
+"""The bulk writers' output file (gpu_text.outputs.direct_file): exactly the bytes written, whether
+it goes past the page cache, through it, or falls back from one to the other."""
+import errno
+import os
+
+import numpy as np
+import pytest
+
+import gpu_text.outputs.direct_file as direct_file
+from gpu_text.outputs.direct_file import BLOCK, DIRECT_VAR, DirectFile
+
+
+def write_pieces(path, pieces, buffer_bytes=2 * BLOCK) -> DirectFile:
+    out = DirectFile(str(path), buffer_bytes=buffer_bytes)
+    for piece in pieces:
+        assert out.write(piece) == memoryview(piece).nbytes
+    assert out.tell() == sum(memoryview(p).nbytes for p in pieces)
+    out.close()
+    out.close()  # a second close does nothing
+    return out
+
+
+@pytest.mark.parametrize("direct", ["1", "0"])
+def test_the_file_holds_exactly_the_bytes_written(tmp_path, monkeypatch, direct):
+    monkeypatch.setenv(DIRECT_VAR, direct)
+    rng = np.random.default_rng(int(direct))
+    for trial in range(30):
+        sizes = rng.choice([0, 1, 7, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 5, 20000], int(rng.integers(0, 8)))
+        pieces = [rng.integers(0, 256, int(n), dtype=np.uint8).tobytes() for n in sizes]
+        pieces.append(np.arange(int(rng.integers(0, 5000)), dtype=np.uint16))  # a typed array: its bytes
+        path = tmp_path / f"f{trial}.bin"
+        out = write_pieces(path, pieces)
+        assert path.read_bytes() == b"".join(memoryview(p).cast("B").tobytes() for p in pieces)
+        if direct == "0":
+            assert not out.direct
+
+
+def test_writes_fall_back_to_the_page_cache_when_direct_writes_are_refused(tmp_path, monkeypatch):
+    real_write = os.write
+    refused = []
+
+    def refusing_write(fd, data):
+        if direct_file.os.O_DIRECT and os.get_blocking(fd) and not refused:  # the first write only
+            refused.append(fd)
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(direct_file.os, "write", refusing_write)
+    pieces = [bytes(range(256)) * 100, b"tail"]
+    out = write_pieces(tmp_path / "f.bin", pieces, buffer_bytes=BLOCK)
+    assert refused and not out.direct
+    assert (tmp_path / "f.bin").read_bytes() == b"".join(pieces)
+
+
+def test_a_bad_buffer_size_is_refused(tmp_path):
+    with pytest.raises(ValueError):
+        DirectFile(str(tmp_path / "f"), buffer_bytes=BLOCK + 1)
