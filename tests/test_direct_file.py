@@ -55,3 +55,24 @@ def test_writes_fall_back_to_the_page_cache_when_direct_writes_are_refused(tmp_p
 def test_a_bad_buffer_size_is_refused(tmp_path):
     with pytest.raises(ValueError):
         DirectFile(str(tmp_path / "f"), buffer_bytes=BLOCK + 1)
+
+
+def test_a_job_knows_its_files_digests_without_reading_them_back(tmp_path):
+    from gpu_text.jobs.manifest import file_sha256
+    from gpu_text.outputs.direct_file import digests_kept, known_sha256
+
+    data = np.arange(100_000, dtype=np.uint16)
+    with digests_kept():
+        out = DirectFile(str(tmp_path / "a.tmp"))
+        out.write(data)
+        out.close()
+    unhashed = write_pieces(tmp_path / "b.bin", [b"x"])  # outside the block: not hashed
+    assert unhashed.digest is None and known_sha256(str(tmp_path / "b.bin")) is None
+    os.rename(tmp_path / "a.tmp", tmp_path / "a.bin")  # a job renames its outputs into place
+    import hashlib
+    expected = hashlib.sha256(data.tobytes()).hexdigest()
+    assert known_sha256(str(tmp_path / "a.bin")) == expected == file_sha256(str(tmp_path / "a.bin"))
+    with open(tmp_path / "a.bin", "r+b") as changed:  # changed since: read and hashed again
+        changed.write(b"zz")
+    assert known_sha256(str(tmp_path / "a.bin")) is None
+    assert file_sha256(str(tmp_path / "a.bin")) != expected

@@ -176,12 +176,14 @@ class PieceWriter:
 def tokenize_shard(tokenizer: Any, shard: Shard, settings: ShardSettings, progress: Any = None) -> dict[str, Any]:
     """Tokenize ``shard`` (see the module docstring); returns its manifest entry's counts and
     files. Raises :class:`InputError` when the input cannot be read or encoded."""
+    from gpu_text.outputs.direct_file import digests_kept
     from gpu_text.tokenizer.bulk import eos_for
 
     s = settings
     identity = input_identity(shard.input)  # before reading: a file changed meanwhile is redone on resume
     eos_id = eos_for(tokenizer, s.append_eod, s.pack, s.add_eos)
-    with contextlib.ExitStack() as stack:  # on success, renames every piece; on failure, removes them
+    # the manifest records every output's SHA-256: the tokens are hashed as they are written
+    with digests_kept(), contextlib.ExitStack() as stack:  # on success, renames every piece; on failure, removes them
         os.makedirs(os.path.dirname(os.path.abspath(shard.piece_output(0))), exist_ok=True)  # a mirrored subfolder
         writer = PieceWriter(shard, s, len(tokenizer), eos_id, stack)
         try:

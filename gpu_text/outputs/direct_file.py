@@ -11,7 +11,10 @@ the page cache to the input. Where ``O_DIRECT`` is missing or refused (tmpfs, so
 systems, not Linux), or ``GPU_TEXT_DIRECT_IO=0``, the same class writes through the page cache.
 
 The file's last partial block is written padded to the block size and the file then cut to its
-length, so the bytes on disk are exactly what was written.
+length, so the bytes on disk are exactly what was written. Inside :func:`digests_kept` (a sharded
+job, whose manifest records every output's SHA-256), each file's SHA-256 is computed from the bytes
+as they are written and :func:`known_sha256` gives it for the closed file, rather than reading
+the file back from disk (1.1 CPU s per GB of tokens, against 0.45 s for hashing them in memory).
 
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "t.bin")
@@ -25,9 +28,12 @@ length, so the bytes on disk are exactly what was written.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
+import hashlib
 import mmap
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -35,6 +41,37 @@ import numpy as np
 DIRECT_VAR = "GPU_TEXT_DIRECT_IO"
 BLOCK = 4096  # the alignment O_DIRECT needs of offsets, sizes and memory (a page: enough for any device)
 BUFFER_BYTES = 8 << 20
+_DIGESTS: dict[tuple[int, int, int, int], str] = {}  # (device, inode, size, mtime) of a closed file: SHA-256
+_KEEP_DIGESTS = [False]
+
+
+@contextlib.contextmanager
+def digests_kept() -> Iterator[None]:
+    """Inside the block, hash every :class:`DirectFile` as it is written (see the module docstring)."""
+    previous = _KEEP_DIGESTS[0]
+    _KEEP_DIGESTS[0] = True
+    try:
+        yield
+    finally:
+        _KEEP_DIGESTS[0] = previous
+
+
+def known_sha256(path: str) -> str | None:
+    """The SHA-256 of the file at ``path`` if a :class:`DirectFile` of this process wrote it and it
+    is unchanged since (the same inode, size and modification time; a rename keeps them), else None.
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.bin")
+    >>> with digests_kept():
+    ...     out = DirectFile(path); _ = out.write(b"abc"); out.close()
+    >>> known_sha256(path)[:16], known_sha256(__file__)
+    ('ba7816bf8f01cfea', None)
+    """
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return _DIGESTS.get((status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns))
 
 
 class DirectFile:
@@ -58,12 +95,15 @@ class DirectFile:
         self.buffer = mmap.mmap(-1, buffer_bytes)  # page-aligned, as O_DIRECT needs, and reused
         self.bytes = np.frombuffer(self.buffer, np.uint8)
         self.filled = 0
+        self.digest = hashlib.sha256() if _KEEP_DIGESTS[0] else None
         self.written = 0  # bytes handed to write()
         self.flushed = 0  # bytes of the file on disk
 
     def write(self, data: Any) -> int:
         """Append ``data`` (any contiguous buffer); returns its size in bytes."""
         source = np.frombuffer(memoryview(data).cast("B"), np.uint8)
+        if self.digest is not None:
+            self.digest.update(source)
         at = 0
         while at < source.size:
             take = min(source.size - at, self.bytes.size - self.filled)
@@ -106,6 +146,9 @@ class DirectFile:
                 self._flush(padded)
             if self.flushed > self.written:  # the padding of the last block
                 os.ftruncate(self.fd, self.written)
+            if self.digest is not None:
+                status = os.fstat(self.fd)
+                _DIGESTS[(status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)] = self.digest.hexdigest()
         finally:
             os.close(self.fd)
             self.fd = -1
@@ -113,4 +156,4 @@ class DirectFile:
             self.buffer.close()
 
 
-__all__ = ["BLOCK", "DIRECT_VAR", "DirectFile"]
+__all__ = ["BLOCK", "DIRECT_VAR", "DirectFile", "digests_kept", "known_sha256"]
