@@ -88,32 +88,16 @@ def in_process(model: str, path: Path, repeat: int) -> dict[str, float]:
     return best
 
 
-# Runs the command in a child of its own and reports that child's rusage: a process started from
-# this one (fork or vfork) would start its peak RSS at this process's, which holds the input.
-LAUNCHER = """
-import json, os, sys, time
-wall = time.perf_counter()
-pid = os.fork()
-if pid == 0:
-    os.execv(sys.executable, [sys.executable, "-m", "gpu_text.cli"] + sys.argv[1:])
-_, status, usage = os.wait4(pid, 0)
-print(json.dumps({"status": status, "wall_s": time.perf_counter() - wall, "cpu_s": usage.ru_utime + usage.ru_stime,
-                  "peak_rss_mb": usage.ru_maxrss / 1024}), file=sys.stderr)
-"""
-
-
 def cli_run(argv: list[str]) -> dict[str, float]:
-    """One ``gpu-text`` run in a fresh process: wall, CPU (with its children) and peak RSS."""
+    """One ``gpu-text`` run in a fresh process (:func:`benchmarks.harness.run_cli`): wall, CPU and
+    peak RSS (with workers, the largest of the job's processes), with the load before it."""
+    from benchmarks.harness import run_cli
+
     load = os.getloadavg()[0]
-    run = subprocess.run([sys.executable, "-c", LAUNCHER, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         env=dict(os.environ, GPU_TEXT_PROGRESS="0"))
-    lines = run.stderr.decode(errors="replace").strip().splitlines()
-    measured = json.loads(lines[-1])
-    if measured.pop("status") != 0:
-        raise RuntimeError(f"gpu-text {' '.join(argv)} failed: {chr(10).join(lines[-20:])}")
-    summary = json.loads(lines[-2])
+    result = run_cli(argv)
+    summary = json.loads(result.pop("stderr")[-1])
     workers = [w.get("peak_rss_mb") or 0 for w in summary.get("workers", [])]
-    return {**measured, "peak_rss_mb": max([measured["peak_rss_mb"], *workers]), "load": load}
+    return {**result, "peak_rss_mb": max([result["peak_rss_mb"], *workers]), "load": load}
 
 
 def main(argv: list[str] | None = None) -> int:

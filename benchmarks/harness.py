@@ -196,3 +196,40 @@ def report(rows: list[Measurement], out_dir: Path, name: str) -> str:
     payload = {"benchmark": name, "hardware": hw, "rows": records}
     (out_dir / f"{name}.json").write_text(json.dumps(payload, indent=2))
     return markdown
+
+
+# Runs gpu-text in a child of its own and reports that child's rusage: a process started straight
+# from the benchmark (fork or vfork) would start its peak RSS at the benchmark's, which may hold the
+# input in memory.
+_LAUNCHER = """
+import json, os, sys, time
+wall = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.executable, [sys.executable, "-m", "gpu_text.cli"] + sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(json.dumps({"status": os.waitstatus_to_exitcode(status), "wall_s": time.perf_counter() - wall,
+                  "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024}),
+      file=sys.stderr)
+"""
+
+
+def run_cli(argv: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+    """``gpu-text ARGV`` in a fresh interpreter, as a user runs it (start-up, imports, the Numba cache
+    load, reading and writing included): its wall and CPU seconds, its own peak RSS in MiB and the
+    lines it wrote on stderr (``RuntimeError`` naming the command when it fails).
+
+    >>> run_cli(["info"])["peak_rss_mb"] > 0
+    True
+    """
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _LAUNCHER, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         env={**os.environ, "GPU_TEXT_PROGRESS": "0", **(env or {})})
+    lines = run.stderr.decode(errors="replace").strip().splitlines()
+    measured = json.loads(lines[-1])
+    if measured.pop("status") != 0:
+        raise RuntimeError(f"gpu-text {' '.join(argv)} failed: " + "\n".join(lines[-20:-1]))
+    return {**measured, "stderr": lines[:-1]}
+

@@ -36,7 +36,7 @@ from typing import Any
 
 from benchmarks import plots
 from benchmarks.corpora import CORPORA, REPO, SAMPLES, SHARED
-from benchmarks.harness import BENCHMARKS, Config, hardware, hardware_line, markdown_table, row_record
+from benchmarks.harness import BENCHMARKS, Config, hardware, hardware_line, markdown_table, row_record, run_cli
 
 SCALING = "scaling"
 PARTS = BENCHMARKS + [SCALING]
@@ -212,22 +212,11 @@ def in_process(encode: Callable[[Any], Any], source: Path) -> float:
 
 
 def fresh_process(argv: list[str]) -> tuple[float, float]:
-    """(seconds, peak RSS in MB) of ``gpu-text ARGV`` in a new interpreter: start-up, imports and
-    the Numba cache load included, as a user runs it."""
-    env = {**os.environ, "GPU_TEXT_PROGRESS": "0",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    with tempfile.TemporaryFile() as said:
-        start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-m", "gpu_text.cli", *argv], stdout=subprocess.DEVNULL,
-                                 stderr=said, env=env)
-        _, status, usage = os.wait4(child.pid, 0)  # this child's own peak RSS, not every child's
-        seconds = time.perf_counter() - start
-        child.returncode = os.waitstatus_to_exitcode(status)
-        if child.returncode != 0:
-            said.seek(0)
-            raise RuntimeError(f"gpu-text {' '.join(argv)} exited {child.returncode}: "
-                               f"{said.read().decode(errors='replace')[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024  # KiB on Linux
+    """(seconds, peak RSS in MB) of ``gpu-text ARGV`` in a new interpreter
+    (:func:`benchmarks.harness.run_cli`): start-up, imports and the Numba cache load included, as a
+    user runs it."""
+    result = run_cli(argv, {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
+    return result["wall_s"], result["peak_rss_mb"]
 
 
 def _point(op: str, mode: str, size: int, seconds: list[float], rss: list[float] | None = None) -> dict[str, Any]:

@@ -36,6 +36,16 @@ CACHE_VAR = "GPU_TEXT_TABLE_CACHE"
 FORMAT = 1  # bump to orphan every entry
 
 
+def user_cache_root() -> Path:
+    """``$XDG_CACHE_HOME/gpu_text``, or ``~/.cache/gpu_text``: where gpu_text keeps what it builds once.
+
+    >>> user_cache_root().name
+    'gpu_text'
+    """
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "gpu_text"
+
+
 def cache_folder() -> Path | None:
     """Where entries live (``None``: the cache is off).
 
@@ -46,8 +56,7 @@ def cache_folder() -> Path | None:
     chosen = os.environ.get(CACHE_VAR)
     if chosen is not None:
         return None if chosen.strip() in ("", "0") else Path(chosen)
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "gpu_text" / "tables"
+    return user_cache_root() / "tables"
 
 
 def cached_arrays(kind: str, source: bytes, build: Callable[[], dict[str, np.ndarray]],
@@ -93,4 +102,4 @@ def _file_digest(path: str) -> bytes:
     return _DIGESTS[path]
 
 
-__all__ = ["CACHE_VAR", "cache_folder", "cached_arrays"]
+__all__ = ["CACHE_VAR", "cache_folder", "cached_arrays", "user_cache_root"]

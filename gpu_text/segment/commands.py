@@ -125,8 +125,9 @@ def segmenter_cache_path(dictionary: str, compat: str | None, on_error: str) -> 
     digest.update(f"\0{compat}\0{on_error}\0{FILE_FORMAT}\0{CACHE_FORMAT}".encode())
     if on_error == "skip":  # the skipped lines' messages name the file as given
         digest.update(f"\0{dictionary}".encode("utf-8", "surrogatepass"))
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "gpu_text" / f"segmenter-{digest.hexdigest()}.npz"
+    from gpu_text.table_cache import user_cache_root
+
+    return user_cache_root() / f"segmenter-{digest.hexdigest()}.npz"
 
 
 def _cached(path: Path | None, compat: str | None) -> Any:
