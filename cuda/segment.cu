@@ -462,7 +462,7 @@ __device__ __forceinline__ int front_index(const Front& f, i64 off) {
 }
 
 // The values of piece [a, b) at the positions of `out` (offsets from a) with frontier `in` (offsets
-// from b) holding `live_value` at index `live` and -inf elsewhere: solve_piece's arithmetic (words
+// from b) holding `live_value` at index `live` and -inf elsewhere: best_edge_from's arithmetic (words
 // walked up to b + the frontier's last offset), nothing written but a ring of the last GT_RING
 // values. With margin >= 0, false when a value comes within `margin` of its binade's edges or lies
 // above binade e_top; `range` (or null) gets the lowest and highest finite value.
@@ -483,30 +483,16 @@ __device__ bool front_values(const Model& m, const u8* data, i64 a, i64 b, const
         const int e = binade_of(v);
         return size > 0.0 && e <= e_top && size - ldexp(1.0, e - 1) > margin && ldexp(1.0, e) - size > margin;
     };
+    bool ok = true;
+    auto value_at = [&](i64 e) { return ring[e & (GT_RING - 1)]; };
+    auto checked = [&](double, double s) { ok = ok && valid(s); };
     for (i64 p = b - 1; p >= a; --p) {
         GT_STEP();
         if (length[p] == GT_LENGTH_INSIDE) continue;
-        const i64 char_end = p + char_at(data, p, b).len;
-        double best = GT_NEG_INF;
-        bool found = false, covered = false;
-        int slot = 0;
-        for (i64 q = p; q < limit; ++q) {
-            GT_STEP();
-            slot = trie_step(m.state, m.check, m.label, m.trie_size, slot, data[q]);
-            if (slot < 0) break;
-            const int v = trie_value(m.state, m.check, m.label, m.eow, m.trie_size, slot);
-            if (v < 0 || m.weights[v] == GT_NEG_INF) continue;
-            if (q + 1 == char_end) covered = true;
-            const double s = m.weights[v] + ring[(q + 1) & (GT_RING - 1)];
-            if (!valid(s)) return false;
-            best = !found || s > best ? s : best;
-            found = true;
-        }
-        if (m.jieba_mode ? !found : !covered) {
-            const double fallback = m.unknown_weight + ring[char_end & (GT_RING - 1)];
-            if (!valid(fallback)) return false;
-            best = !found || fallback > best ? fallback : best;
-        }
+        i64 end;
+        int value;
+        const double best = best_edge_from(m, data, p, b, limit, value_at, checked, &end, &value);
+        if (!ok) return false;
         ring[p & (GT_RING - 1)] = best;
         const int at = front_index(out, p - a);
         if (at >= 0) out_values[at] = best;
