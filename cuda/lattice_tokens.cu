@@ -49,15 +49,8 @@ lattice_spans(const u8* __restrict__ marks, const i64* __restrict__ offsets, i64
     const i64 i = tile * GT_BLOCK + threadIdx.x;
     const i64 flag = i < n_bytes && marks[i] != 0;
     i64 total;
-    const i64 rank = block_exclusive_scan(flag, scratch, &total);
-    if (threadIdx.x == 0) lookback_publish_aggregate(status, tile, total);
-    if (threadIdx.x < 32) {
-        const i64 before = lookback_exclusive(status, tile, total);
-        if (threadIdx.x == 0) prior = before;
-    }
-    __syncthreads();
+    const i64 k = lookback_prefix(flag, status, tile, scratch, &prior, &total);
     if (flag) {
-        const i64 k = prior + rank;
         bounds[k] = i;
         scratch_offsets[k] = n_bytes + 1 + i + k;
         // the pre-token ends at the next mark (every non-empty row's first byte is one) or the data's end
@@ -103,15 +96,9 @@ lattice_id_counts(const u8* __restrict__ data, const i64* __restrict__ token_off
         count = kind >= 0 ? 1 : kind == GT_LT_BYTES ? ends[t] - starts[t] : 0;
     }
     i64 total;
-    const i64 rank = block_exclusive_scan(count, scratch, &total);
-    if (threadIdx.x == 0) lookback_publish_aggregate(status, tile, total);
-    if (threadIdx.x < 32) {
-        const i64 before = lookback_exclusive(status, tile, total);
-        if (threadIdx.x == 0) prior = before;
-    }
-    __syncthreads();
-    if (t < capacity) id_offsets[t] = prior + rank;
-    if (t == capacity - 1) id_offsets[capacity] = prior + rank + count;
+    const i64 at = lookback_prefix(count, status, tile, scratch, &prior, &total);
+    if (t < capacity) id_offsets[t] = at;
+    if (t == capacity - 1) id_offsets[capacity] = at + count;
 }
 
 // Per thread: token t (its ids, starts and ends at id_offsets[t]) and row t (row_offsets[t]: the

@@ -57,6 +57,21 @@ __device__ __forceinline__ i64 lookback_exclusive(u64* status, i64 tile, i64 cou
     return exclusive;
 }
 
+// This thread's exclusive prefix of `count` over the whole launch: its rank in the block's scan
+// plus the earlier tiles' sum by look-back (kept in the block's shared `*prior`); `*total` gets the
+// block's sum. Call from every thread of the block (it synchronises it).
+__device__ __forceinline__ i64 lookback_prefix(i64 count, u64* status, i64 tile, i64* scratch, i64* prior,
+                                               i64* total) {
+    const i64 rank = block_exclusive_scan(count, scratch, total);
+    if (threadIdx.x == 0) lookback_publish_aggregate(status, tile, *total);
+    if (threadIdx.x < 32) {
+        const i64 before = lookback_exclusive(status, tile, *total);
+        if (threadIdx.x == 0) *prior = before;
+    }
+    __syncthreads();
+    return *prior + rank;
+}
+
 // First k in [0, n] with offsets[k] >= pos (n + 1 when none); offsets has n + 1 ascending entries.
 __device__ __forceinline__ i64 offsets_lower_bound(const i64* offsets, i64 n, i64 pos) {
     i64 lo = 0, hi = n + 1;
