@@ -15,8 +15,8 @@ from typing import Any
 from gpu_text.timing import measure  # noqa: F401  (re-exported for the benchmark modules)
 
 # every benchmark module, in the order they run (each has run(config) -> list[Measurement])
-BENCHMARKS = ["utf8_decode", "segment", "tokenize", "train_tokenizer", "unigram_encode", "bytepiece_train", "unigram_train",
-              "crf",
+BENCHMARKS = ["utf8_decode", "segment", "tokenize", "bulk_io", "train_tokenizer", "unigram_encode", "bytepiece_train",
+              "unigram_train", "crf",
               "word2vec", "lda", "training"]
 
 
