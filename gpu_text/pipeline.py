@@ -77,9 +77,9 @@ class PipelineStats:
 class _Failure:
     """The first error of any stage; setting it tells every stage to stop."""
 
-    def __init__(self) -> None:
+    def __init__(self, stop: threading.Event | None = None) -> None:
         self.error: BaseException | None = None
-        self.stop = threading.Event()
+        self.stop = threading.Event() if stop is None else stop
         self._lock = threading.Lock()
 
     def record(self, error: BaseException) -> None:
@@ -116,13 +116,15 @@ class _Channel(Generic[T]):
 
 
 def run_pipeline(items: Iterable[T], compute: Callable[[T], U], write: Callable[[U], Any] | list,
-                 depth: int = 2, lanes: int = 1,
-                 lane_context: Callable[[int], ContextManager[Any]] | None = None) -> PipelineStats:
+                 depth: int = 2, lanes: int = 1, lane_context: Callable[[int], ContextManager[Any]] | None = None,
+                 stop: threading.Event | None = None) -> PipelineStats:
     """Feed ``items`` (iterated on a reader thread: the iteration is the reading) through
     ``compute`` (on this thread; with ``lanes > 1`` on that many threads, each inside
     ``lane_context(lane)`` when given) to ``write`` (on a writer thread; a list is appended to), in
     order, with at most ``depth`` items waiting between two stages. Returns the stage times
-    (``compute``: summed over the lanes).
+    (``compute``: summed over the lanes). ``stop``, when given, is set as the pipeline stops on an
+    error: an ``items`` iterator that waits on something besides the pipeline (another stage's
+    progress) watches it, so that it never keeps the reader thread from ending.
 
     Any exception, in any stage, stops the pipeline and is raised here as it was raised; a
     ``KeyboardInterrupt`` on this thread stops the other two as well.
@@ -141,7 +143,7 @@ def run_pipeline(items: Iterable[T], compute: Callable[[T], U], write: Callable[
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     sink = write.append if isinstance(write, list) else write
     stats = PipelineStats()
-    failure = _Failure()
+    failure = _Failure(stop)
     inbox: _Channel[T] = _Channel(depth, failure)
     outbox: _Channel[U] = _Channel(depth, failure)
     started = time.perf_counter()

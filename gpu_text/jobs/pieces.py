@@ -1,27 +1,19 @@
-"""Tokenizing one shard of a sharded job: its input file through the encoder
-(:func:`gpu_text.tokenizer.bulk.encode_documents`) into its output, or into numbered pieces of
-about ``shard_bytes`` of input text each (:mod:`gpu_text.jobs.shards` names them).
+"""Tokenizing the shards of a sharded job: each input file through the encoder into its output,
+or into numbered pieces of about ``shard_bytes`` of input text each (:mod:`gpu_text.jobs.shards`
+names them), a worker's shards one after another through ONE read → encode → write pipeline
+(:func:`tokenize_shards`), so that it neither fills nor drains at every shard.
 
-Every piece is written under a temporary name; all of them are renamed when the whole shard is
-written, and only then does the job record the shard in its manifest. A failure of reading or
-encoding the input is an :class:`InputError` (the job may skip the shard); a failure of writing
-is not (the job stops).
+Every piece is written under a temporary name; all of a shard's pieces are renamed when the
+whole shard is written, and only then is the shard reported (and the job records it in its
+manifest). A shard whose input cannot be read or encoded is reported failed with
+``input_error`` (the job may skip it), a shard whose writing failed without (the job stops);
+either way its pieces are removed and the shards after it are tokenized as if it had not been.
 
 For tests, ``GPU_TEXT_TEST_FAULT=kill:NAME:N`` makes the process tokenizing shard ``NAME`` kill
 itself (SIGKILL) once ``N`` chunks of it are written, ``kill:NAME:renamed`` once its outputs are
-renamed (before the manifest records them), and ``pause:NAME:N`` stops it there for an hour (for
-a test to kill the job from outside): the moments a real job can die at, made deterministic.
-
->>> import os, tempfile
->>> from gpu_text.demo import MODEL
->>> from gpu_text.jobs.shards import plan_shards
->>> from gpu_text.tokenizer.bulk import load_tokenizer
->>> d = tempfile.mkdtemp(); src = os.path.join(d, "a.txt"); _ = open(src, "w").write("one two\\nthree\\nfour\\n")
->>> shard = plan_shards([src], os.path.join(d, "out"), "npy", shard_bytes=8)[0]; os.mkdir(shard.output_dir)
->>> result = tokenize_shard(load_tokenizer(MODEL), shard, ShardSettings(output_format="npy", shard_bytes=8,
-...                                                                     backend="cpu"))
->>> result["documents"], result["pieces"], [f["path"] for f in result["files"]]
-(3, 2, ['a-00000.ids.npy', 'a-00000.offsets.npy', 'a-00001.ids.npy', 'a-00001.offsets.npy'])
+renamed (before the manifest records them), and ``pause:NAME:N`` stops its writer there for an
+hour (for a test to kill the job from outside): the moments a real job can die at, made
+deterministic.
 """
 from __future__ import annotations
 
@@ -29,26 +21,23 @@ import contextlib
 import dataclasses
 import os
 import signal
+import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from gpu_text.documents import DEFAULT_CHUNK_BYTES
+from gpu_text.documents import DEFAULT_CHUNK_BYTES, iter_documents
 from gpu_text.jobs.manifest import describe_files, input_identity
 from gpu_text.jobs.shards import Shard
-from gpu_text.tokenizer.bulk import EncodedChunk, close_token_writer, encode_documents, open_token_writer
+from gpu_text.outputs.stats import JobStats
+from gpu_text.pipeline import PipelineStats
+from gpu_text.tokenizer.bulk import EncodedChunk, close_token_writer, open_token_writer
 
 FAULT_VAR = "GPU_TEXT_TEST_FAULT"
-
-
-class InputError(ValueError):
-    """The shard's input could not be read or encoded (a corrupt file, a bad document)."""
-
-
-class _WriteFailure(RuntimeError):
-    """Writing an output failed: marks the error so that it is not taken for the input's."""
+_POLL_S = 0.05  # how often the reader, waiting for a shard to finish, looks whether the pipeline has failed
 
 
 @dataclass(frozen=True)
@@ -108,7 +97,7 @@ class PieceWriter:
         try:
             self._write(chunk)
         except Exception as exc:
-            raise _WriteFailure(f"writing shard {self.shard.name}: {exc}") from exc
+            raise RuntimeError(f"writing shard {self.shard.name}: {exc}") from exc
         self.chunks += 1
         _fault(self.fault, str(self.chunks))
 
@@ -173,45 +162,228 @@ class PieceWriter:
             self.current = None
 
 
-def tokenize_shard(tokenizer: Any, shard: Shard, settings: ShardSettings, progress: Any = None) -> dict[str, Any]:
-    """Tokenize ``shard`` (see the module docstring); returns its manifest entry's counts and
-    files. Raises :class:`InputError` when the input cannot be read or encoded."""
-    from gpu_text.outputs.direct_file import digests_kept
-    from gpu_text.tokenizer.bulk import eos_for
+class _Output:
+    """The shard the writer thread is on: its pieces (under temporary names until
+    :meth:`finish`), what was written to them, and its input's identity."""
 
-    s = settings
-    identity = input_identity(shard.input)  # before reading: a file changed meanwhile is redone on resume
-    eos_id = eos_for(tokenizer, s.append_eod, s.pack, s.add_eos)
-    # the manifest records every output's SHA-256: the tokens are hashed as they are written
-    with digests_kept(), contextlib.ExitStack() as stack:  # on success, renames every piece; on failure, removes them
+    def __init__(self, shard: Shard, settings: ShardSettings, vocab_size: int, eos_id: int,
+                 identity: dict[str, int]) -> None:
+        self.shard, self.identity = shard, identity
+        self.job = JobStats()
+        self.stack = contextlib.ExitStack()  # on finish renames every piece; on discard removes them
         os.makedirs(os.path.dirname(os.path.abspath(shard.piece_output(0))), exist_ok=True)  # a mirrored subfolder
-        writer = PieceWriter(shard, s, len(tokenizer), eos_id, stack)
-        try:
+        self.pieces = PieceWriter(shard, settings, vocab_size, eos_id, self.stack)
+
+    def write(self, encoded: EncodedChunk) -> None:
+        documents = encoded.documents
+        self.pieces.write(encoded)
+        self.job.add(documents.path, documents.first, documents.batch.nbytes, encoded.ids.lengths)
+
+    def finish(self) -> dict[str, Any]:
+        """Close the last piece, rename every piece into place; the shard's manifest entry."""
+        pieces, rows, written = self.pieces.close()
+        self.stack.close()
+        job, shard = self.job, self.shard
+        paths = [path for piece in range(pieces) for path in shard.piece_paths(piece)]
+        return {**self.identity, "status": "done", "documents": job.documents, "empty_documents": job.empty_documents,
+                "tokens": job.tokens, "text_bytes": job.text_bytes, "rows": rows, "tokens_written": written,
+                "pieces": pieces, "files": describe_files(paths, shard.output_dir)}
+
+    def discard(self) -> None:
+        """Stop writing and remove every temporary piece."""
+        self.pieces.discard()
+        with contextlib.suppress(Exception):  # a temporary left over is removed by the job (remove_temporaries)
+            self.stack.__exit__(_Discarded, _Discarded(), None)
+
+
+class _Discarded(Exception):
+    """Thrown into a shard's pieces' ``atomic_outputs``: remove the temporaries, rename nothing."""
+
+
+class _Mark(NamedTuple):
+    """A shard's place in the stream: ``begin`` (its input's identity), ``end``, ``failed`` (the
+    error, and whether the input is at fault) or ``dropped`` (a chunk of a failed shard)."""
+
+    shard: Shard
+    kind: str
+    identity: dict[str, int] | None = None
+    error: str = ""
+    input_error: bool = True
+
+
+class _Chunk(NamedTuple):
+    """A chunk of a shard's documents, read (``Documents``) or encoded (``EncodedChunk``)."""
+
+    shard: Shard
+    payload: Any
+
+
+def tokenize_shards(tokenizer: Any, next_shard: Callable[[], Shard | None], settings: ShardSettings,
+                    report: Callable[[dict[str, Any]], Any], progress: Any = None) -> PipelineStats:
+    """Tokenize the shards ``next_shard`` gives (until it gives ``None``) through one pipeline
+    (:func:`gpu_text.pipeline.run_pipeline`): while one shard's last chunks encode and its
+    pieces are finished and renamed, the next shard's input is already read. ``next_shard`` is
+    called on the reader thread when the previous input is read and at most one shard is still
+    being written (so a worker holds at most one shard ahead). ``report`` is called on the writer
+    thread with each shard's result, in order: ``{"kind": "done", "index": ..., "entry": ...}``
+    (its manifest entry: counts and files) once its pieces are renamed, or ``{"kind": "failed",
+    "index": ..., "error": ..., "input_error": ...}``: the input could not be read or encoded
+    (``input_error``: the job may skip it), or writing failed. A shard's failure leaves no piece
+    of it and does not touch the shards after it. Returns the pipeline's stage times.
+
+    >>> import functools, os, tempfile
+    >>> from gpu_text.demo import MODEL
+    >>> from gpu_text.jobs.shards import plan_shards
+    >>> from gpu_text.tokenizer.bulk import load_tokenizer
+    >>> d = tempfile.mkdtemp(); sources = [os.path.join(d, name) for name in ("a.txt", "b.txt.gz", "c.txt")]
+    >>> _ = open(sources[0], "w").write("one two\\nthree\\nfour\\n"); _ = open(sources[2], "w").write("five\\n")
+    >>> _ = open(sources[1], "wb").write(b"\\x1f\\x8b?")  # damaged gzip
+    >>> shards = plan_shards(sources, os.path.join(d, "out"), "npy", shard_bytes=8); os.mkdir(shards[0].output_dir)
+    >>> results = []
+    >>> _ = tokenize_shards(load_tokenizer(MODEL), functools.partial(next, iter(shards), None),
+    ...                     ShardSettings(output_format="npy", shard_bytes=8, backend="cpu"), results.append)
+    >>> [(r["kind"], r.get("input_error"), r.get("entry", {}).get("documents")) for r in results]
+    [('done', None, 3), ('failed', True, None), ('done', None, 1)]
+    >>> [f["path"] for f in results[0]["entry"]["files"]], sorted(os.listdir(shards[0].output_dir))[:2]
+    (['a-00000.ids.npy', 'a-00000.offsets.npy', 'a-00001.ids.npy', 'a-00001.offsets.npy'], ['a-00000.ids.npy', \
+'a-00000.offsets.npy'])
+    """
+    return _Stream(tokenizer, next_shard, settings, report, progress).run()
+
+
+class _Stream:
+    """The three stages of :func:`tokenize_shards`, with what they share: the shards that failed
+    (the reader stops reading them, compute stops encoding them) and the shards in the worker
+    (a slot each: taken by the reader before it asks for a shard, given back by the writer)."""
+
+    def __init__(self, tokenizer: Any, next_shard: Callable[[], Shard | None], settings: ShardSettings,
+                 report: Callable[[dict[str, Any]], Any], progress: Any) -> None:
+        from gpu_text.tokenizer.bulk import eos_for
+
+        self.tokenizer, self.next_shard, self.settings, self.report, self.progress = (
+            tokenizer, next_shard, settings, report, progress)
+        self.eos_id = eos_for(tokenizer, settings.append_eod, settings.pack, settings.add_eos)
+        self.stop = threading.Event()
+        self.slots = threading.Semaphore(2)  # the shard being written and the one being read
+        self.failed: set[int] = set()
+        self.reported: set[int] = set()
+        self.output: _Output | None = None
+
+    def run(self) -> PipelineStats:
+        from gpu_text.outputs.direct_file import digests_kept
+        from gpu_text.pipeline import run_pipeline
+        from gpu_text.tokenizer.bulk import chunk_encoder, encoding_lanes
+
+        s = self.settings
+        chunk_bytes, lanes, lane_context = encoding_lanes(s.backend, s.chunk_bytes)
+        self.encode_chunk = chunk_encoder(self.tokenizer, s.backend, s.with_offsets, s.add_bos, s.add_eos)
+        # the manifest records every output's SHA-256: the tokens are hashed as they are written
+        with digests_kept():
             try:
-                job = encode_documents(tokenizer, [shard.input], writer.write, progress, s.field, s.with_offsets,
-                                       s.backend, s.chunk_bytes, s.add_bos, s.add_eos, s.input_format,
+                return run_pipeline(self._read(chunk_bytes), self._encode, self._write, lanes=lanes,
+                                    lane_context=lane_context, stop=self.stop)
+            except BaseException:
+                if self.output is not None:  # the stream stopped midway through this shard
+                    self.output.discard()
+                raise
+
+    def _read(self, chunk_bytes: int) -> Iterator[_Mark | _Chunk]:
+        s = self.settings
+        while self._take_slot():
+            shard = self.next_shard()
+            if shard is None:
+                return
+            try:
+                identity = input_identity(shard.input)  # before reading: a file changed meanwhile is redone on resume
+            except OSError as exc:
+                yield _Mark(shard, "failed", error=_one_line(exc), input_error=False)
+                continue
+            yield _Mark(shard, "begin", identity)
+            documents = iter_documents([shard.input], s.field, chunk_bytes, self.progress, s.input_format,
                                        s.max_document_bytes)
-            except Exception as exc:
-                if _caused_by(exc, _WriteFailure):
-                    raise
-                raise InputError(str(exc)) from exc
-            pieces, rows, written = writer.close()
-        except BaseException:
-            writer.discard()
-            raise
-    _fault(writer.fault, "renamed")
-    paths = [path for piece in range(pieces) for path in shard.piece_paths(piece)]
-    return {**identity, "status": "done", "documents": job.documents, "empty_documents": job.empty_documents,
-            "tokens": job.tokens, "text_bytes": job.text_bytes, "rows": rows, "tokens_written": written,
-            "pieces": pieces, "files": describe_files(paths, shard.output_dir)}
+            try:
+                while shard.index not in self.failed:  # once its encoding failed, read no more of it
+                    try:
+                        batch = next(documents)
+                    except StopIteration:
+                        break
+                    except Exception as exc:  # this shard's input is bad: the next one is read all the same
+                        self.failed.add(shard.index)
+                        yield _Mark(shard, "failed", error=_one_line(exc))
+                        break
+                    yield _Chunk(shard, batch)
+            finally:
+                documents.close()
+            yield _Mark(shard, "end")
+
+    def _take_slot(self) -> bool:
+        while not self.slots.acquire(timeout=_POLL_S):
+            if self.stop.is_set():  # the pipeline failed: the writer gives back no slot any more
+                return False
+        return not self.stop.is_set()
+
+    def _encode(self, item: _Mark | _Chunk) -> _Mark | _Chunk:
+        if isinstance(item, _Mark):
+            return item
+        if item.shard.index in self.failed:
+            return _Mark(item.shard, "dropped")
+        try:
+            return _Chunk(item.shard, self.encode_chunk(item.payload))
+        except Exception as exc:
+            self.failed.add(item.shard.index)
+            return _Mark(item.shard, "failed", error=_one_line(exc))
+
+    def _write(self, item: _Mark | _Chunk) -> None:
+        shard = item.shard
+        current = self.output is not None and self.output.shard.index == shard.index
+        if isinstance(item, _Chunk):
+            if current:  # else its shard has failed: dropped
+                self._guarded(shard, lambda: self.output.write(item.payload))  # type: ignore[union-attr]
+        elif item.kind == "begin":
+            self._guarded(shard, lambda: self._open(shard, item.identity or {}))
+        elif item.kind == "end" and current:
+            self._guarded(shard, self._finish)
+        elif item.kind == "failed":
+            self._fail(shard, item.error, item.input_error)
+
+    def _open(self, shard: Shard, identity: dict[str, int]) -> None:
+        self.output = _Output(shard, self.settings, len(self.tokenizer), self.eos_id, identity)
+
+    def _finish(self) -> None:
+        output = self.output
+        assert output is not None
+        entry = output.finish()
+        self.output = None
+        _fault(output.pieces.fault, "renamed")
+        self._report(output.shard, {"kind": "done", "entry": entry})
+
+    def _guarded(self, shard: Shard, step: Callable[[], None]) -> None:
+        """A writing step of ``shard``: its failure fails the shard (not the input's fault), and
+        the stream goes on with the next one."""
+        try:
+            step()
+        except Exception as exc:
+            self._fail(shard, _one_line(exc), input_error=False)
+
+    def _fail(self, shard: Shard, error: str, input_error: bool) -> None:
+        if shard.index in self.reported:  # a failure after the first, or a writing step of a failed shard
+            return
+        if self.output is not None and self.output.shard.index == shard.index:
+            self.output.discard()
+            self.output = None
+        self._report(shard, {"kind": "failed", "error": error, "input_error": input_error})
+
+    def _report(self, shard: Shard, result: dict[str, Any]) -> None:
+        self.reported.add(shard.index)
+        self.slots.release()  # the reader may take the next shard now
+        self.report({**result, "index": shard.index})
 
 
-def _caused_by(exc: BaseException | None, kind: type) -> bool:
-    while exc is not None:
-        if isinstance(exc, kind):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
+def _one_line(exc: BaseException) -> str:
+    """An error as the manifest and the job's message say it: one line, its kind named unless it is
+    a plain ``ValueError``, ``OSError`` or ``RuntimeError`` with a message."""
+    plain = isinstance(exc, (ValueError, OSError, RuntimeError)) and str(exc)
+    return " ".join((str(exc) if plain else f"{type(exc).__name__}: {exc}").split())
 
 
 def _fault_point(name: str) -> tuple[str, str] | None:
@@ -229,4 +401,4 @@ def _fault(fault: tuple[str, str] | None, point: str) -> None:
     time.sleep(3600)
 
 
-__all__ = ["FAULT_VAR", "InputError", "PieceWriter", "ShardSettings", "tokenize_shard"]
+__all__ = ["FAULT_VAR", "PieceWriter", "ShardSettings", "tokenize_shards"]

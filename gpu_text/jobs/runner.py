@@ -55,10 +55,12 @@ def job_options(model: str, settings: ShardSettings) -> dict[str, Any]:
 
 def run_sharded_job(model: str, inputs: Sequence[str], output_dir: str, settings: ShardSettings,
                     resume: bool = False, workers: int = 1, devices: Sequence[str] | None = None,
-                    on_error: str = "stop", progress: bool = True) -> dict[str, Any]:
+                    on_error: str = "stop", progress: bool = True, tokenizer: Any = None) -> dict[str, Any]:
     """Tokenize every input (files, globs, directories: :func:`gpu_text.jobs.shards.expand_inputs`)
     into its shard in ``output_dir`` with ``workers`` processes (1: this one), or one per GPU of
-    ``devices``; returns the job's summary (see the module docstring)."""
+    ``devices``; returns the job's summary (see the module docstring). ``tokenizer``: ``model``
+    loaded already (by the command, to check its options), which this process then tokenizes
+    with instead of loading it again."""
     from gpu_text.outputs import check_options
 
     s = settings
@@ -91,7 +93,7 @@ def run_sharded_job(model: str, inputs: Sequence[str], output_dir: str, settings
         start = time.perf_counter()
         try:
             outcome = _run(model, s, todo, manifest, workers, devices, on_error, sum(sizes[t.index] for t in todo),
-                           progress)
+                           progress, tokenizer)
         finally:
             remove_temporaries(sorted(directories))
         seconds = time.perf_counter() - start
@@ -142,8 +144,9 @@ def _open_manifest(path: str, options: dict[str, Any], plan: list[tuple[str, str
 
 
 def _run(model: str, settings: ShardSettings, todo: list[Shard], manifest: Manifest, workers: int,
-         devices: Sequence[str] | None, on_error: str, total: int, progress: bool) -> dict[str, Any]:
-    """Tokenize ``todo`` on the pool, recording each result in the manifest as it comes."""
+         devices: Sequence[str] | None, on_error: str, total: int, progress: bool, tokenizer: Any) -> dict[str, Any]:
+    """Tokenize ``todo`` on the pool, recording each result in the manifest as it comes (on the
+    in-process worker's writer thread: the next shard is encoded meanwhile)."""
     from gpu_text.cli_helpers import progress_bar
 
     skipped: list[dict[str, str]] = []
@@ -154,24 +157,27 @@ def _run(model: str, settings: ShardSettings, todo: list[Shard], manifest: Manif
     if not todo:
         return {"skipped": skipped, "workers": report}
     in_process = workers == 1 and devices is None
-    pool: Any = InlinePool(model, settings) if in_process else ProcessPool(model, settings, environments)
+    pool: Any = InlinePool(model, settings, tokenizer) if in_process else ProcessPool(model, settings, environments)
     by_index = {shard.index: shard for shard in todo}
+
+    def record(number: int, result: dict[str, Any]) -> None:
+        shard = by_index[result["index"]]
+        if result["kind"] == "done":
+            manifest.record(shard.index, **result["entry"])
+            report[number]["shards"].append(shard.name)
+            report[number].update({key: result[key] for key in ("peak_rss_mb", "device", "numba_threads")})
+        elif result["input_error"] and on_error == "skip":
+            manifest.record(shard.index, status="skipped", error=result["error"], **_identity(shard.input))
+            skipped.append({"shard": shard.name, "input": shard.input, "error": result["error"]})
+        else:
+            error = result["error"]
+            where = f"shard {shard.name}" + ("" if shard.input in error else f" ({shard.input})")
+            raise ValueError(f"{where}: {error}")
+        manifest.save()
+
     with progress_bar(total, "tokenize") if progress else _NoBar() as bar:
         try:
-            for number, result in pool.run(todo, bar.update):
-                shard = by_index[result["index"]]
-                if result["kind"] == "done":
-                    manifest.record(shard.index, **result["entry"])
-                    report[number]["shards"].append(shard.name)
-                    report[number].update({key: result[key] for key in ("peak_rss_mb", "device", "numba_threads")})
-                elif result["input_error"] and on_error == "skip":
-                    manifest.record(shard.index, status="skipped", error=result["error"], **_identity(shard.input))
-                    skipped.append({"shard": shard.name, "input": shard.input, "error": result["error"]})
-                else:
-                    error = result["error"]
-                    where = f"shard {shard.name}" + ("" if shard.input in error else f" ({shard.input})")
-                    raise ValueError(f"{where}: {error}")
-                manifest.save()
+            pool.run(todo, bar.update, record)
         finally:
             pool.close()
     if in_process:

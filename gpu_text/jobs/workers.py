@@ -1,15 +1,17 @@
 """Where the shards of a job are tokenized: in this process (:class:`InlinePool`, one worker),
 or in worker processes (:class:`ProcessPool`: ``--workers N`` CPU processes, or ``--devices
-0,1,...``, one process per GPU), each loading the tokenizer once and taking the next shard as
-soon as it is free (dynamic assignment: a slow shard never holds up the others).
+0,1,...``, one process per GPU), each loading the tokenizer once and running its shards one
+after another through one pipeline (:func:`gpu_text.jobs.pieces.tokenize_shards`), taking the
+next shard when it has read the current one's input (dynamic assignment: a slow shard never
+holds up the others, and a worker holds at most one shard ahead).
 
 Workers are started with multiprocessing's ``spawn`` (a fresh interpreter: no CUDA context or
 Numba thread pool is inherited), each with its own environment: ``NUMBA_NUM_THREADS`` (the cores
 divided among the workers, unless already set) and, for ``--devices``, ``CUDA_VISIBLE_DEVICES``
-(its one GPU). Parent and workers exchange JSON messages over pipes: the parent sends a shard
-to an idle worker, the worker reports progress (input bytes read) and the shard's result. A
-worker dies with its parent (``PR_SET_PDEATHSIG`` on Linux, else it notices its parent is gone),
-so a killed job leaves nothing running; a worker that dies is reported with the shard it held.
+(its one GPU). Parent and workers exchange JSON messages over pipes: a worker asks for a shard
+(``next``) and the parent answers with one, or ``stop`` when none is left; the worker reports
+progress (input bytes read) and each shard's result. A worker dies with its parent (``PR_SET_PDEATHSIG`` on Linux, else it notices its parent is gone),
+so a killed job leaves nothing running; a worker that dies is reported with the shard it was on.
 
 >>> [sorted(env) for env in worker_environments(2, cores=4, environ={})]
 [['NUMBA_NUM_THREADS'], ['NUMBA_NUM_THREADS']]
@@ -29,10 +31,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from gpu_text.jobs.pieces import InputError, ShardSettings, tokenize_shard
+from gpu_text.jobs.pieces import ShardSettings, tokenize_shards
 from gpu_text.jobs.shards import Shard
 
 Progress = Callable[[int], None]
+Report = Callable[[dict[str, Any]], Any]  # a shard's result message
+Record = Callable[[int, dict[str, Any]], Any]  # a worker's number and its shard's result message
 
 
 def worker_environments(workers: int, devices: Sequence[str] | None = None, cores: int | None = None,
@@ -63,35 +67,36 @@ def peak_rss_mb() -> float | None:
 
 
 class ShardWorker:
-    """What a worker does: holds the tokenizer (loaded once) and tokenizes the shards it is given."""
+    """What a worker does: holds the tokenizer (loaded once, or the one given) and tokenizes the
+    shards it is given, one after another through one pipeline."""
 
-    def __init__(self, model: str, settings: ShardSettings) -> None:
+    def __init__(self, model: str, settings: ShardSettings, tokenizer: Any = None) -> None:
         from gpu_text.tokenizer.bulk import load_tokenizer
 
-        self.tokenizer = load_tokenizer(model)
+        self.tokenizer = load_tokenizer(model) if tokenizer is None else tokenizer
         self.settings = settings
 
-    def run(self, shard: Shard, progress: Progress | None = None) -> dict[str, Any]:
-        """The result message of tokenizing ``shard``: ``{"kind": "done", "entry": ...}``, or
-        ``{"kind": "failed", "error": ..., "input_error": ...}`` (the input's fault or not).
+    def run(self, next_shard: Callable[[], Shard | None], report: Report, progress: Progress | None = None) -> None:
+        """Tokenize the shards ``next_shard`` gives until it gives ``None``, calling ``report``
+        with each one's result message (:func:`gpu_text.jobs.pieces.tokenize_shards`; a ``done``
+        one also says this worker's peak memory, device and Numba threads).
 
-        >>> import os, tempfile
+        >>> import functools, os, tempfile
         >>> from gpu_text.demo import MODEL
         >>> d = tempfile.mkdtemp(); bad = os.path.join(d, "bad.txt.gz"); _ = open(bad, "wb").write(b"\\x1f\\x8b?")
-        >>> result = ShardWorker(str(MODEL), ShardSettings(backend="cpu")).run(Shard(0, bad, "bad", d, "parquet"))
-        >>> result["kind"], result["input_error"], "damaged compressed data" in result["error"]
-        ('failed', True, True)
+        >>> results = []
+        >>> ShardWorker(str(MODEL), ShardSettings(backend="cpu")).run(
+        ...     functools.partial(next, iter([Shard(0, bad, "bad", d, "parquet")]), None), results.append)
+        >>> [(r["kind"], r["input_error"], "damaged compressed data" in r["error"]) for r in results]
+        [('failed', True, True)]
         """
-        bar = _Updates(progress) if progress else None
-        try:
-            entry = tokenize_shard(self.tokenizer, shard, self.settings, bar)
-        except Exception as exc:  # an InputError may be skipped; any other (writing failed) stops the job
-            plain = isinstance(exc, (ValueError, OSError, RuntimeError)) and str(exc)
-            message = " ".join((str(exc) if plain else f"{type(exc).__name__}: {exc}").split())  # one line
-            return {"kind": "failed", "index": shard.index, "error": message,
-                    "input_error": isinstance(exc, InputError)}
-        return {"kind": "done", "index": shard.index, "entry": entry, "peak_rss_mb": peak_rss_mb(),
-                "device": os.environ.get("CUDA_VISIBLE_DEVICES"), "numba_threads": _numba_threads()}
+        def done(result: dict[str, Any]) -> None:
+            if result["kind"] == "done":
+                result.update(peak_rss_mb=peak_rss_mb(), device=os.environ.get("CUDA_VISIBLE_DEVICES"),
+                              numba_threads=_numba_threads())
+            report(result)
+
+        tokenize_shards(self.tokenizer, next_shard, self.settings, done, _Updates(progress) if progress else None)
 
 
 def _numba_threads() -> int:
@@ -115,16 +120,18 @@ class WorkerDied(RuntimeError):
 
 
 class InlinePool:
-    """One worker, in this process (the default ``--workers 1``): no start-up, same results."""
+    """One worker, in this process (the default ``--workers 1``): no start-up, same results; it
+    takes the tokenizer the job has loaded already, when given."""
 
-    def __init__(self, model: str, settings: ShardSettings) -> None:
-        self.worker = ShardWorker(model, settings)
+    def __init__(self, model: str, settings: ShardSettings, tokenizer: Any = None) -> None:
+        self.worker = ShardWorker(model, settings, tokenizer)
         self.workers = 1
 
-    def run(self, shards: Sequence[Shard], progress: Progress) -> Iterator[tuple[int, dict[str, Any]]]:
-        """``(worker, result)`` for every shard, in order (see :meth:`ShardWorker.run`)."""
-        for shard in shards:
-            yield 0, self.worker.run(shard, progress)
+    def run(self, shards: Sequence[Shard], progress: Progress, record: Record) -> None:
+        """Call ``record(0, result)`` for every shard, in order, on the pipeline's writer thread
+        (see :meth:`ShardWorker.run`); an error ``record`` raises stops the job and is raised here."""
+        waiting = deque(shards)
+        self.worker.run(lambda: waiting.popleft() if waiting else None, lambda result: record(0, result), progress)
 
     def close(self) -> None:
         pass
@@ -132,7 +139,8 @@ class InlinePool:
 
 class ProcessPool:
     """``len(environments)`` worker processes, each started with its environment (see the module
-    docstring); :meth:`run` hands them shards one at a time as they become free."""
+    docstring); :meth:`run` hands a shard to whichever worker asks for one (a worker asks when it
+    has read its current shard's input, so it holds at most one shard ahead)."""
 
     def __init__(self, model: str, settings: ShardSettings, environments: Sequence[dict[str, str]]) -> None:
         context = multiprocessing.get_context("spawn")
@@ -140,6 +148,7 @@ class ProcessPool:
         self.finished = False
         self.processes: list[Any] = []
         self.connections: list[Connection] = []
+        self.told_to_stop: set[int] = set()
         setup = json.dumps({"model": model, "settings": settings.to_dict(), "parent": os.getpid()})
         try:
             for number, environment in enumerate(environments):
@@ -155,12 +164,13 @@ class ProcessPool:
             self.close()
             raise
 
-    def run(self, shards: Sequence[Shard], progress: Progress) -> Iterator[tuple[int, dict[str, Any]]]:
-        """``(worker, result)`` for every shard as each finishes; raises :class:`WorkerDied`
-        when a worker ends without reporting, or a worker's start-up error."""
+    def run(self, shards: Sequence[Shard], progress: Progress, record: Record) -> None:
+        """Call ``record(worker, result)`` for every shard as each finishes; raises
+        :class:`WorkerDied` when a worker ends without reporting its shards, or a worker's
+        start-up error."""
         self.waiting = deque(shards)
-        self.holding: dict[int, Shard | None] = {n: None for n in range(self.workers)}
-        self.ready: set[int] = set()
+        self.holding: dict[int, list[Shard]] = {n: [] for n in range(self.workers)}
+        self.asked: set[int] = set()
         self.stopped: set[int] = set()
         remaining = len(self.waiting)
         while remaining:
@@ -184,42 +194,52 @@ class ProcessPool:
                         progress(message["bytes"])
                     elif message["kind"] == "start-failed":
                         raise ValueError(f"worker {number}: {message['error']}")
-                    else:
-                        if message["kind"] in ("done", "failed"):
-                            self.holding[number] = None
-                            remaining -= 1
-                            yield number, message
-                        self.ready.add(number)
+                    elif message["kind"] == "next":
+                        self.asked.add(number)
                         self._assign(number)
+                    else:  # a shard's result: done or failed
+                        held = self.holding[number]
+                        held[:] = [shard for shard in held if shard.index != message["index"]]
+                        remaining -= 1
+                        record(number, message)
                 if process.sentinel in signalled and number not in self.stopped:
                     self._ended(number)
         self.finished = True
 
     def _ended(self, number: int) -> None:
-        """Worker ``number`` has exited: fine once told to stop, else an error naming its shard."""
+        """Worker ``number`` has exited: fine once told to stop with nothing held, else an error
+        naming the shard it was on."""
         process = self.processes[number]
         process.join()
         self.stopped.add(number)
-        shard = self.holding[number]
-        if shard is not None or number not in self.ready:
+        held = self.holding[number]
+        if held or number not in self.told_to_stop:
             code = process.exitcode
             how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-            held = f" while tokenizing shard {shard.name} ({shard.input})" if shard else " at start-up"
-            raise WorkerDied(f"worker {number} (pid {process.pid}) died ({how}){held}")
+            where = (f" while tokenizing shard {held[0].name} ({held[0].input})" if held else
+                     " between shards" if number in self.asked else " at start-up")
+            raise WorkerDied(f"worker {number} (pid {process.pid}) died ({how}){where}")
 
     def _assign(self, number: int) -> None:
         if self.waiting:
             shard = self.waiting.popleft()
-            self.holding[number] = shard
+            self.holding[number].append(shard)
             self.connections[number].send_bytes(json.dumps({"kind": "shard", "shard": _shard_dict(shard)}).encode())
         else:
-            with contextlib.suppress(OSError):
-                self.connections[number].send_bytes(b'{"kind": "stop"}')
+            self._stop(number)
+
+    def _stop(self, number: int) -> None:
+        self.told_to_stop.add(number)
+        with contextlib.suppress(OSError):
+            self.connections[number].send_bytes(b'{"kind": "stop"}')
 
     def close(self) -> None:
-        """Stop every worker (at once: a shard a worker was on stays pending) and wait for them."""
-        for process in self.processes:
-            if self.finished:  # every worker was told to stop: let it exit on its own
+        """Stop every worker (at once, unless every shard is done: a shard a worker was on stays
+        pending) and wait for them."""
+        for number, process in enumerate(self.processes):
+            if self.finished:  # a worker not told to stop yet (still starting) is told now
+                if number not in self.told_to_stop:
+                    self._stop(number)
                 process.join(timeout=5)
             if process.is_alive():
                 process.kill()
@@ -248,15 +268,16 @@ def _shard_dict(shard: Shard) -> dict[str, Any]:
 
 
 def worker_main(connection: Connection, setup: str) -> None:
-    """A worker process: load the tokenizer, then tokenize each shard the parent sends until it
-    says stop (or is gone). Runs in the spawned process."""
+    """A worker process: load the tokenizer, then tokenize the shards the parent hands it (one
+    per request, see :class:`ProcessPool`) until it says stop (or is gone). Runs in the spawned
+    process."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     config = json.loads(setup)
     parent = int(config["parent"])
     _die_with_parent(parent)
-    lock = threading.Lock()  # the reader thread reports progress while the main thread may report results
+    lock = threading.Lock()  # the reader thread asks and reports progress while the writer thread reports results
 
     def send(message: dict[str, Any]) -> None:
         with lock:
@@ -267,20 +288,20 @@ def worker_main(connection: Connection, setup: str) -> None:
             os._exit(1)
         send({"kind": "progress", "bytes": n})
 
+    def next_shard() -> Shard | None:  # on the reader thread, the only one that receives
+        send({"kind": "next"})
+        try:
+            message = json.loads(connection.recv_bytes())
+        except (EOFError, OSError):  # the parent is gone: so is the job
+            os._exit(1)
+        return Shard(**message["shard"]) if message["kind"] == "shard" else None
+
     try:
         worker = ShardWorker(config["model"], ShardSettings.from_dict(config["settings"]))
     except Exception as exc:
         send({"kind": "start-failed", "error": str(exc) or type(exc).__name__})
         return
-    send({"kind": "ready"})
-    while True:
-        try:
-            message = json.loads(connection.recv_bytes())
-        except (EOFError, OSError):
-            return
-        if message["kind"] != "shard":
-            return
-        send(worker.run(Shard(**message["shard"]), progress))
+    worker.run(next_shard, send, progress)
 
 
 def _die_with_parent(parent: int) -> None:

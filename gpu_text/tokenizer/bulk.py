@@ -90,28 +90,13 @@ def encode_documents(tokenizer: Any, inputs: Sequence[str | Path], write: Callab
     >>> stats.stages.items  # the pipeline's stage times (gpu_text.pipeline.PipelineStats)
     1
     """
-    from gpu_text.backend import get_backend
     from gpu_text.cli_helpers import failing_documents
     from gpu_text.pipeline import run_pipeline
 
     job = JobStats()
     started = time.perf_counter()
-    # on a GPU two chunks encode at once, each on its own stream (see Backend.compute_lanes)
-    resolved = get_backend(backend)
-    lanes, lane_context = resolved.compute_lanes()
-    free_bytes = getattr(resolved.runtime, "free_bytes", None)
-    if free_bytes is not None:  # chunks that fit the device's free memory, all lanes at once
-        from gpu_text.cuda_runtime import device_chunk_bytes
-
-        chunk_bytes = device_chunk_bytes(chunk_bytes, free_bytes(), lanes)
-
-    def encode(documents: Documents) -> EncodedChunk:
-        with failing_documents(documents.path, documents.first, len(documents.batch)):
-            encoding = tokenizer.encode(documents.batch, backend=backend, with_offsets=with_offsets,
-                                        add_bos=add_bos, add_eos=add_eos)
-            return EncodedChunk(documents, encoding.ids.to_numpy(),
-                                encoding.starts.to_numpy() if encoding.starts is not None else None,
-                                encoding.ends.to_numpy() if encoding.ends is not None else None)
+    chunk_bytes, lanes, lane_context = encoding_lanes(backend, chunk_bytes)
+    encode = chunk_encoder(tokenizer, backend, with_offsets, add_bos, add_eos)
 
     def written(encoded: EncodedChunk) -> None:
         documents = encoded.documents
@@ -123,6 +108,51 @@ def encode_documents(tokenizer: Any, inputs: Sequence[str | Path], write: Callab
     job.stages = run_pipeline(iter_documents(inputs, field, chunk_bytes, progress, format, max_document_bytes),
                               encode, written, lanes=lanes, lane_context=lane_context)
     return job
+
+
+def encoding_lanes(backend: str | None, chunk_bytes: int) -> tuple[int, int, Any]:
+    """The chunk size, compute lanes and lane context a pipeline encodes with on ``backend``: on
+    a GPU two chunks encode at once, each on its own stream (see ``Backend.compute_lanes``), and
+    chunks shrink to fit the device's free memory, all lanes at once.
+
+    >>> encoding_lanes("cpu", 1 << 20)[:2]
+    (1048576, 1)
+    """
+    from gpu_text.backend import get_backend
+
+    resolved = get_backend(backend)
+    lanes, lane_context = resolved.compute_lanes()
+    free_bytes = getattr(resolved.runtime, "free_bytes", None)
+    if free_bytes is not None:
+        from gpu_text.cuda_runtime import device_chunk_bytes
+
+        chunk_bytes = device_chunk_bytes(chunk_bytes, free_bytes(), lanes)
+    return chunk_bytes, lanes, lane_context
+
+
+def chunk_encoder(tokenizer: Any, backend: str | None = None, with_offsets: bool = False, add_bos: bool = False,
+                  add_eos: bool = False) -> Callable[[Documents], EncodedChunk]:
+    """What a pipeline's compute stage does to a chunk of documents: encode it, ids (and spans)
+    brought to the host; a failure names the file and the documents.
+
+    >>> from gpu_text.demo import MODEL
+    >>> from gpu_text.documents import Documents
+    >>> from gpu_text.batch import TextBatch
+    >>> encode = chunk_encoder(load_tokenizer(MODEL), "cpu")
+    >>> encode(Documents("a.txt", 1, TextBatch.from_strings(["bye"]))).ids.to_pylist()
+    [[1493, 1491, 1474]]
+    """
+    from gpu_text.cli_helpers import failing_documents
+
+    def encode(documents: Documents) -> EncodedChunk:
+        with failing_documents(documents.path, documents.first, len(documents.batch)):
+            encoding = tokenizer.encode(documents.batch, backend=backend, with_offsets=with_offsets,
+                                        add_bos=add_bos, add_eos=add_eos)
+            return EncodedChunk(documents, encoding.ids.to_numpy(),
+                                encoding.starts.to_numpy() if encoding.starts is not None else None,
+                                encoding.ends.to_numpy() if encoding.ends is not None else None)
+
+    return encode
 
 
 def show_rates(progress: Any, documents: int, tokens: int, seconds: float) -> None:
