@@ -409,14 +409,18 @@ segment_marks(const u8* __restrict__ data, i64 n, const i64* __restrict__ offset
 // ---- exact values by residue classes
 // A pending piece's exact frontier values x_f are only known once the later pieces are, but what the
 // piece does with them is known before. Solve the piece with one frontier position f live (the others
-// -inf): let every value it computes keep more than a margin from the edges of its binade
-// [2^(e-1), 2^e), all of spacing at most u_top, and let x' = x + s with s a multiple of 2 u_top and
-// |s| under the margin: then x' + w rounds to (x + w rounded) + s, ties included (s / u is even), so
-// the solve from x' makes the same comparisons and ends s higher. The value at each position p of the
-// piece's own frontier is the max over f of these one-live solves (rounding is monotone), so the piece
-// is a table: D[p][f][c], the value at p minus x_f, for each class c of x_f modulo 2 u_top, i.e. for
-// C = 2 u_top / u_t values of the tail's binade (spacing u_t) next to the estimate of x_f. C = 2 inside
-// one binade (the parity of the last bit decides halfway roundings), 4 across one edge, and so on.
+// -inf) from a tail t: let every value it computes lie more than a room r (less two units of the top
+// binade, for the rounding of the check) from the edges of its binade [2^(e-1), 2^e), all of spacing
+// at most u_top, and let x = t + s with s a multiple of 2 u_top and |s| < r: then x + w rounds to
+// (t + w rounded) + s, ties included (s / u is even), so the solve from x makes the same comparisons
+// and ends s higher. The value at each position p of the piece's own frontier is the max over f of
+// these one-live solves (rounding is monotone), so the piece is a table: V[p][f][c], the value at p
+// from the tail of class c of x_f modulo 2 u_top (C = 2 u_top / u_t tails of the binade of x_f's
+// estimate, spacing u_t, next to it), and R[f][c], the room of that solve. C = 2 inside one binade
+// (the parity of the last bit decides halfway roundings), 4 across one edge, and so on. The room is
+// checked against the exact x_f's own |s| where the walk applies the table, not against the worst
+// case of the estimate's error bound: that bound grows with the run, and a piece crossing a binade
+// edge far along a long run would seldom keep it (3 exact solves on 32 MB of 一 did not).
 //   segment_pieces   one-live solves of each pending piece from 0: the estimates' tables;
 //                    then its last block, a thread per long run: the estimate of each piece's x
 //                    (the later pieces' tables composed from the run's end, a step per segment);
@@ -426,15 +430,16 @@ segment_marks(const u8* __restrict__ data, i64 n, const i64* __restrict__ offset
 //                    table also tells which frontier position the path leaves by), a segment of
 //                    pieces at a time where a guess's walk matches (below), an exact solve where no
 //                    valid entry exists (the few pieces next to the run's end, whose small values
-//                    span many binades, and pieces at binade edges);
+//                    span many binades, and pieces with a value within |s| of a binade edge);
 //   segment_finish   a thread per other piece: one exact solve from its exact frontier, its path;
 //                    then forward, each piece's entry.
-#define GT_CLASS_FLOATS (2 * GT_FRONT_MAX + 1 + GT_FRONT_MAX * GT_FRONT_MAX * (GT_CLASSES_MAX + 1))
 #define GT_CF_ESTIMATE 0                                   // estimates of x, per f
 #define GT_CF_ERROR GT_FRONT_MAX                           // |x_f - estimate| bound
 #define GT_CF_EXACT (GT_FRONT_MAX + 1)                     // exact x, per f
 #define GT_CF_APPROX (2 * GT_FRONT_MAX + 1)                // A[p][f]: one-live solves from 0
-#define GT_CF_TABLE (GT_CF_APPROX + GT_FRONT_MAX * GT_FRONT_MAX)  // D[p][f][c]
+#define GT_CF_TABLE (GT_CF_APPROX + GT_FRONT_MAX * GT_FRONT_MAX)                // V[p][f][c]
+#define GT_CF_ROOM (GT_CF_TABLE + GT_FRONT_MAX * GT_FRONT_MAX * GT_CLASSES_MAX)  // R[f][c]
+#define GT_CLASS_FLOATS (GT_CF_ROOM + GT_FRONT_MAX * GT_CLASSES_MAX)
 #define GT_CLASS_INTS (3 + GT_FRONT_MAX)  // binade of x, C (0: no table), exit per entry, entry
 
 __device__ __forceinline__ int binade_of(double x) {
@@ -454,6 +459,16 @@ __device__ __forceinline__ int class_of(double x, int e, int classes) {
     return (int)((long long)ldexp(x, 53 - e) & (long long)(classes - 1));
 }
 
+// The tail of class 0 of the `classes` tails next to x in binade e (the class c tail adds c units):
+// the multiple of `classes` units at or below x, moved by as many units where a tail would leave the
+// binade (an estimate next to its edge).
+__device__ __forceinline__ double class_base(double x, int e, int classes) {
+    const double unit = ldexp(1.0, e - 53), step = classes * unit;
+    const double base = floor(x / step) * step;
+    if (binade_of(base) != e) return base + step;
+    return binade_of(base + (classes - 1) * unit) != e ? base - step : base;
+}
+
 __device__ __forceinline__ int front_index(const Front& f, i64 off) {
     for (int i = 0; i < f.n; ++i) {
         if (f.off[i] == off) return i;
@@ -464,11 +479,12 @@ __device__ __forceinline__ int front_index(const Front& f, i64 off) {
 // The values of piece [a, b) at the positions of `out` (offsets from a) with frontier `in` (offsets
 // from b) holding `live_value` at index `live` and -inf elsewhere: best_edge_from's arithmetic (words
 // walked up to b + the frontier's last offset), nothing written but a ring of the last GT_RING
-// values. With margin >= 0, false when a value comes within `margin` of its binade's edges or lies
-// above binade e_top; `range` (or null) gets the lowest and highest finite value.
+// values. With `room` (or null), false when a value is 0 or lies above binade e_top, and *room gets
+// down to every value's distance from its binade's edges; `range` (or null) gets the lowest and
+// highest finite value.
 __device__ bool front_values(const Model& m, const u8* data, i64 a, i64 b, const Front& in, int live,
                              double live_value, const Front& out, double* out_values, const int* length,
-                             double margin, int e_top, double* range) {
+                             double* room, int e_top, double* range) {
     double ring[GT_RING];
     for (int i = 0; i < in.n; ++i) ring[(b + in.off[i]) & (GT_RING - 1)] = i == live ? live_value : GT_NEG_INF;
     const i64 limit = b + in.off[in.n - 1];
@@ -478,10 +494,13 @@ __device__ bool front_values(const Model& m, const u8* data, i64 a, i64 b, const
             range[0] = v < range[0] ? v : range[0];
             range[1] = v > range[1] ? v : range[1];
         }
-        if (margin < 0.0) return true;
+        if (!room) return true;
         const double size = fabs(v);
         const int e = binade_of(v);
-        return size > 0.0 && e <= e_top && size - ldexp(1.0, e - 1) > margin && ldexp(1.0, e) - size > margin;
+        const double low = size - ldexp(1.0, e - 1), high = ldexp(1.0, e) - size;  // exact (Sterbenz)
+        *room = low < *room ? low : *room;
+        *room = high < *room ? high : *room;
+        return size > 0.0 && e <= e_top;
     };
     bool ok = true;
     auto value_at = [&](i64 e) { return ring[e & (GT_RING - 1)]; };
@@ -761,7 +780,7 @@ segment_pieces(const int* __restrict__ state, const int* __restrict__ check, con
         floats[1] = floats[2] = 0.0;
         for (int f = 0; f < in.n; ++f) {
             double values[GT_FRONT_MAX];
-            front_values(m, data, s, b, in, f, 0.0, out, values, length, -1.0, 0, floats + 1);
+            front_values(m, data, s, b, in, f, 0.0, out, values, length, nullptr, 0, floats + 1);
             for (int p = 0; p < out.n; ++p) approx[GT_FRONT_MAX * p + f] = values[p];
         }
         fields[4] = GT_SLOT_PENDING;
@@ -834,26 +853,29 @@ segment_settle(const int* __restrict__ state, const int* __restrict__ check, con
     const int e_top = e_low > e_high ? e_low : e_high;
     int classes = 0;
     if (e_top >= e_tail && e_top - e_tail + 1 <= 3) classes = 1 << (e_top - e_tail + 1);
-    for (int g = 0; g < in.n; ++g) {
-        if (x[g] == 0.0 || binade_of(x[g] - error) != e_tail || binade_of(x[g] + error) != e_tail) classes = 0;
+    for (int g = 0; g < in.n; ++g) {  // the exact x_g need only be in it too (by_table checks)
+        if (x[g] == 0.0 || binade_of(x[g]) != e_tail) classes = 0;
     }
-    const double unit = ldexp(1.0, e_tail - 53);
-    const double base = classes ? floor(x[f] / (classes * unit)) * (classes * unit) : 0.0;  // class 0
-    if (classes && (binade_of(base) != e_tail || binade_of(base + (classes - 1) * unit) != e_tail)) classes = 0;
     if (f == 0 && c == 0) {
         class_i[GT_CLASS_INTS * k] = e_tail;
         class_i[GT_CLASS_INTS * k + 1] = classes;
     }
     if (c >= classes) return;
-    const double tail = base + c * unit;  // of class c
-    const double margin = error + classes * unit + 2.0 * ldexp(1.0, e_top - 53);
-    double values[GT_FRONT_MAX];
-    const bool ok = front_values(m, data, a, b, in, f, tail, out, values, length, margin, e_top, nullptr);
-    for (int p = 0; p < out.n; ++p) {
-        const double delta = values[p] == GT_NEG_INF ? GT_NEG_INF : values[p] - tail;
-        const bool exact = values[p] == GT_NEG_INF || exact_sum(values[p], -tail, delta);
-        own_f[GT_CF_TABLE + (GT_FRONT_MAX * p + f) * GT_CLASSES_MAX + c] = ok && exact ? delta : nan("");
-    }
+    const double tail = class_base(x[f], e_tail, classes) + c * ldexp(1.0, e_tail - 53);  // of class c
+    double values[GT_FRONT_MAX], room = -GT_NEG_INF;
+    const bool ok = front_values(m, data, a, b, in, f, tail, out, values, length, &room, e_top, nullptr);
+    for (int p = 0; p < out.n; ++p) own_f[GT_CF_TABLE + (GT_FRONT_MAX * p + f) * GT_CLASSES_MAX + c] = ok ? values[p] : nan("");
+    own_f[GT_CF_ROOM + GT_CLASSES_MAX * f + c] = room - 2.0 * ldexp(1.0, e_top - 53);
+}
+
+// x_g minus the tail of its class in slot k's table (exact: both in binade e, multiples of its unit);
+// *cls its class, *room that class's room (s applies where |s| < room or s = 0).
+__device__ __forceinline__ double class_shift(const double* own_f, const int* own_i, int g, double x, int* cls,
+                                              double* room) {
+    const int e = own_i[0], classes = own_i[1];
+    *cls = class_of(x, e, classes);
+    *room = own_f[GT_CF_ROOM + GT_CLASSES_MAX * g + *cls];
+    return x - (class_base(own_f[GT_CF_ESTIMATE + g], e, classes) + *cls * ldexp(1.0, e - 53));
 }
 
 // The values at `out` from the exact x at `in` by slot k's table; false when x is outside what the
@@ -862,20 +884,26 @@ __device__ bool by_table(const double* own_f, const int* own_i, const Front& out
                          double* y) {
     const int e = own_i[0], classes = own_i[1];
     if (classes <= 0) return false;
-    int cls[GT_FRONT_MAX];
     for (int g = 0; g < in.n; ++g) {
-        if (binade_of(x[g]) != e || !(fabs(x[g] - own_f[GT_CF_ESTIMATE + g]) <= own_f[GT_CF_ERROR])) return false;
-        cls[g] = class_of(x[g], e, classes);
+        int cls;
+        double room;
+        const double s = class_shift(own_f, own_i, g, x[g], &cls, &room);
+        if (binade_of(x[g]) != e || !(fabs(x[g] - own_f[GT_CF_ESTIMATE + g]) <= own_f[GT_CF_ERROR]) ||
+            !(s == 0.0 || fabs(s) < room))
+            return false;
     }
     for (int p = 0; p < out.n; ++p) {
         double best = GT_NEG_INF;
         for (int g = 0; g < in.n; ++g) {
             GT_STEP();
-            const double delta = own_f[GT_CF_TABLE + (GT_FRONT_MAX * p + g) * GT_CLASSES_MAX + cls[g]];
-            if (isnan(delta)) return false;
-            if (delta == GT_NEG_INF) continue;
-            const double sum = x[g] + delta;
-            if (!exact_sum(x[g], delta, sum)) return false;
+            int cls;
+            double room;
+            const double s = class_shift(own_f, own_i, g, x[g], &cls, &room);
+            const double v = own_f[GT_CF_TABLE + (GT_FRONT_MAX * p + g) * GT_CLASSES_MAX + cls];
+            if (isnan(v)) return false;
+            if (v == GT_NEG_INF) continue;
+            const double sum = v + s;
+            if (!exact_sum(v, s, sum)) return false;
             best = sum > best ? sum : best;
         }
         if (best == GT_NEG_INF) return false;
@@ -961,14 +989,18 @@ __device__ __forceinline__ double binade_room(double v) {
 __device__ double guess_step(const double* own_f, const int* own_i, const Front& out, const Front& in,
                              const double* x, double* y, double* gap, i64* winners) {
     if (!by_table(own_f, own_i, out, in, x, y)) return -1.0;
-    const int e = own_i[0], classes = own_i[1];
     const double modulus = table_modulus(own_i), error = own_f[GT_CF_ERROR];
     double slack = binade_room(x[0]);
     for (int g = 0; g < in.n; ++g) {
         const double d = fabs(x[g] - own_f[GT_CF_ESTIMATE + g]);
         const double range = (error - d) - ldexp(error + d, -50);  // below error - |x + s - estimate|
+        int cls;
+        double table_room;
+        const double shift = fabs(class_shift(own_f, own_i, g, x[g], &cls, &table_room));
+        const double held = (table_room - shift) - ldexp(table_room + shift, -50);  // |shift + s| < room
         const double room = binade_room(x[g]);
         slack = range < slack ? range : slack;
+        slack = held < slack ? held : slack;
         slack = room < slack ? room : slack;
     }
     *gap = -GT_NEG_INF;
@@ -977,9 +1009,12 @@ __device__ double guess_step(const double* own_f, const int* own_i, const Front&
         int winner = -1;
         for (int g = 0; g < in.n; ++g) {
             GT_STEP();
-            const double delta = own_f[GT_CF_TABLE + (GT_FRONT_MAX * p + g) * GT_CLASSES_MAX + class_of(x[g], e, classes)];
-            if (delta == GT_NEG_INF) continue;
-            const double sum = x[g] + delta, sum_room = binade_room(sum);
+            int cls;
+            double table_room;
+            const double shift = class_shift(own_f, own_i, g, x[g], &cls, &table_room);
+            const double v = own_f[GT_CF_TABLE + (GT_FRONT_MAX * p + g) * GT_CLASSES_MAX + cls];
+            if (v == GT_NEG_INF) continue;
+            const double sum = v + shift, sum_room = binade_room(sum);
             if (sum_room < 0.0 || ldexp(1.0, binade_of(sum) - 53) > modulus) return -1.0;
             slack = sum_room < slack ? sum_room : slack;
             if (sum == y[p] && winner < 0) {
