@@ -99,13 +99,19 @@ def pretokenize(data: np.ndarray, offsets: np.ndarray, dfa) -> tuple[np.ndarray,
 
 
 
-def pretokenize_marks(data: np.ndarray, offsets: np.ndarray, dfa) -> np.ndarray:
-    """Per byte (uint8): 0, or at every pre-token start 1 + the symbol of its first character.
+def pretokenize_marks(data: np.ndarray, offsets: np.ndarray, dfa, word_marks: np.ndarray | None = None) -> np.ndarray:
+    """Per byte (uint8): 0, or at every pre-token start 1 + the symbol of its first character;
+    ``word_marks`` (uint8 per byte, a dictionary cutter's word starts): every marked Han character
+    starts a Han pre-token too.
 
     >>> from gpu_text.tokenizer.pre_tokenizer import PreTokenDFA
     >>> data = np.frombuffer("ab▁c1".encode(), np.uint8)
     >>> pretokenize_marks(data, np.array([0, 2, 7]), PreTokenDFA.compile("word")).tolist()
     [4, 0, 2, 0, 0, 0, 3]
+    >>> data = np.frombuffer("a你好".encode(), np.uint8)
+    >>> words = np.array([1, 1, 0, 0, 1, 0, 0], np.uint8)
+    >>> pretokenize_marks(data, np.array([0, 7]), PreTokenDFA.compile("word"), words).tolist()
+    [4, 5, 0, 0, 5, 0, 0]
     """
     space = np.uint32(dfa.space)
     cuts = np.zeros(data.size, np.uint8)
@@ -116,6 +122,11 @@ def pretokenize_marks(data: np.ndarray, offsets: np.ndarray, dfa) -> np.ndarray:
     marks = np.zeros(data.size, np.uint8)
     run_chunks(_scan, chunk_bounds(seg_ends - seg_starts), data, seg_starts, seg_ends, dfa.table, dfa.accepting,
                space, marks)
+    if word_marks is not None:
+        if word_marks.dtype != np.uint8 or word_marks.size != data.size:
+            raise ValueError(f"word_marks must be uint8, one per byte ({data.size}), not {word_marks.dtype} "
+                             f"x {word_marks.size}")
+        run_chunks(_mark_words, chunk_bounds(np.diff(offsets)), data, offsets, word_marks, space, marks)
     return marks
 
 
@@ -170,27 +181,9 @@ def pretokenize_symbol_marks(data: np.ndarray, offsets: np.ndarray, dfa, state, 
 
 
 @njit(**JIT)
-def _mark_words(data, offsets, word_starts, word_rows, space, marks):
-    for r in range(offsets.size - 1):
-        for k in range(word_rows[r], word_rows[r + 1]):
-            p = offsets[r] + word_starts[k]
-            symbol, _ = _symbol_at(data, p, offsets[r + 1], space)
-            if symbol == HAN_SYMBOL:
+def _mark_words(first, last, data, offsets, word_marks, space, marks):
+    for r in range(first, last):
+        begin, end = offsets[r], offsets[r + 1]
+        for p in range(begin, end):
+            if word_marks[p] and starts_char(data, p, begin, end) and _symbol_at(data, p, end, space)[0] == HAN_SYMBOL:
                 marks[p] = 1 + HAN_SYMBOL
-
-
-def pretokenize_mark_words(data: np.ndarray, offsets: np.ndarray, word_starts: np.ndarray, word_rows: np.ndarray,
-                           dfa, marks: np.ndarray) -> np.ndarray:
-    """``marks`` with every word start (``word_starts`` relative to its row, ``word_rows`` each
-    row's first word) whose character is Han marked as a Han pre-token's start (a dictionary cn's
-    cuts); in place, returns ``marks``.
-
-    >>> from gpu_text.tokenizer.pre_tokenizer import PreTokenDFA
-    >>> data = np.frombuffer("a你好".encode(), np.uint8)
-    >>> marks = np.array([4, 5, 0, 0, 0, 0, 0], np.uint8)
-    >>> pretokenize_mark_words(data, np.array([0, 7]), np.array([0, 1, 4]), np.array([0, 3]),
-    ...                        PreTokenDFA.compile("word"), marks).tolist()
-    [4, 5, 0, 0, 5, 0, 0]
-    """
-    _mark_words(data, offsets, word_starts, word_rows, np.uint32(dfa.space), marks)
-    return marks

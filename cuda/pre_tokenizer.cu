@@ -64,30 +64,39 @@ __device__ __forceinline__ int longest_symbol(const u8* data, i64 p, i64 end, co
     return found;
 }
 
+// A dictionary cutter's words (a dictionary cn): Han pre-tokens (maximal Han runs under the word
+// and isolate splits) are cut where a word of DictCut's Segmenter, which segments the same runs of
+// the same rows, starts: word_marks[i] != 0 (has_words) at a Han character makes it a Han
+// pre-token's start, 1 + PT_HAN (a Han run's first word is one already; the other words are no
+// Han pre-tokens' and leave the marks alone).
+#define PT_HAN 4
+
 // cuts[i] = 1 when byte i starts a string or a character that no match can join to the one before,
-// or (sym_width > 0) a character where a user symbol starts; marks[i] = 0; symbol_at[i] (when
-// sym_width > 0): the longest user symbol at the character starting at i, 0 elsewhere.
+// or (sym_width > 0) a character where a user symbol starts; marks[i] = 0, or a dictionary word's
+// mark (above); symbol_at[i] (when sym_width > 0): the longest user symbol at the character starting
+// at i, 0 elsewhere.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 pretokenize_cuts(const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_strings, i64 n_bytes,
                  const u8* __restrict__ joinable, u32 space, u8* __restrict__ cuts, u8* __restrict__ marks,
                  const int* __restrict__ trie_state, const int* __restrict__ trie_check,
                  const u8* __restrict__ trie_label, const u8* __restrict__ trie_eow, int trie_size, int sym_width,
-                 int* __restrict__ symbol_at) {
+                 int* __restrict__ symbol_at, const u8* __restrict__ word_marks, int has_words) {
     const i64 i = global_thread_index();
     if (i >= n_bytes) return;
-    marks[i] = 0;  // pretokenize_scan marks the starts
     const i64 s = string_of_byte(offsets, n_strings, i);
     const i64 begin = offsets[s], end = offsets[s + 1];
     u8 cut = 0;
     const bool starts = i == begin || utf8_starts_char(data, i, begin, end);
+    int len;
+    const int cur = starts ? pt_symbol_at(data, i, end, space, &len) : PT_OTHER;
+    // pretokenize_scan marks the split's starts
+    marks[i] = has_words && word_marks[i] && cur == PT_HAN ? (u8)(1 + PT_HAN) : (u8)0;
     if (i == begin) {
         cut = 1;
     } else if (starts) {
         i64 p = i - 1;  // the previous character starts at most 3 bytes back
         while (p > begin && !utf8_starts_char(data, p, begin, end)) --p;
-        int len;
         const int prev = pt_symbol_at(data, p, end, space, &len);
-        const int cur = pt_symbol_at(data, i, end, space, &len);
         cut = joinable[prev * PT_SYMBOLS + cur] ? 0 : 1;
     }
     if (sym_width > 0) {
@@ -418,23 +427,4 @@ pretokenize_scan(PT_SCAN_PARAMS, const i64* __restrict__ entries, u8* __restrict
         }
         at = row_end;
     }
-}
-
-// ---------------------------------------------------------------- a dictionary cutter's words
-// With a dictionary cn, Han pre-tokens (maximal Han runs under the word and isolate splits) are
-// cut at the words of DictCut's Segmenter, which segments the same runs of the same rows: thread k
-// marks word k's start p (word_starts[k] relative to its row; word_rows: each row's first word)
-// as a Han pre-token's, 1 + PT_HAN, when its character is Han (a Han run's first word is marked
-// already; the other words are no Han pre-tokens' and leave the marks alone).
-#define PT_HAN 4
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-pretokenize_mark_words(const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_rows,
-                       const i64* __restrict__ word_starts, const i64* __restrict__ word_rows, i64 n_words, u32 space,
-                       u8* __restrict__ marks) {
-    const i64 k = global_thread_index();
-    if (k >= n_words) return;
-    const i64 r = string_of_byte(word_rows, n_rows, k);
-    const i64 p = offsets[r] + word_starts[k];
-    int len;
-    if (pt_symbol_at(data, p, offsets[r + 1], space, &len) == PT_HAN) marks[p] = (u8)(1 + PT_HAN);
 }

@@ -35,11 +35,12 @@ BOUNDS = {
     "encode_split_none": (19, 2, 2),  # BPE with split="none"; was (32, 7, 2) before its marks (each text's start)
     # BPE with user symbols: was (108, 22, 2) on the staged path (symbol matches resolved on the host)
     "encode_user_symbols": (24, 2, 2),
-    # BPE with a dictionary cutter: its Segmenter's words marked in the Han pre-tokens (the segmenter's
-    # 8 launches and 2 array ops, and its word count, the one more sync); was (75, 17, 2) on the staged
-    # path (pre-token lists, Han spans gathered on the host's word), (74, 17, 4) before the segmenter's
-    # weights stayed on the device
-    "encode_cn": (35, 3, 2),
+    # BPE with a dictionary cutter: its Segmenter's best paths (6 launches and a zeroed buffer, no host
+    # read) marked in the Han pre-tokens by pretokenize_cuts; was (35, 3, 2) with the words listed
+    # (segment_words, a prefix sum, the word count, segment_compact, pretokenize_mark_words),
+    # (75, 17, 2) on the staged path (pre-token lists, Han spans gathered on the host's word),
+    # (74, 17, 4) before the segmenter's weights stayed on the device
+    "encode_cn": (31, 2, 2),
 }
 # The targets: (≤ 25 launches, ≤ 3 syncs, 0 table uploads after the first call).
 TARGET_LAUNCHES, TARGET_SYNCS = 25, 3

@@ -435,26 +435,43 @@ def cutter_texts(rng: np.random.Generator, count: int) -> list[bytes]:
             for _ in range(count)]
 
 
-def test_mark_words_twins(backend):
-    """pretokenize_mark_words: the words of a Segmenter's segmentation that start with a Han
-    character become Han pre-token starts; reference == Numba == the backend."""
+def test_word_marks_twins(backend):
+    """pretokenize_marks with a Segmenter's word marks (Segmenter.word_marks, the backend's own: the
+    device's marks only its Han runs' words): the words that start with a Han character become Han
+    pre-token starts; reference (the words as lists) == Numba == the backend."""
     from cpu_fallback import pre_tokenizer as numba_twins
     from gpu_text.segment import Segmenter
 
     texts = cutter_texts(np.random.default_rng(4), 300) + [b"", "你好你好你好".encode() * 90, b"\xe4\xbd\xa0\xff"]
     batch = TextBatch.from_strings(texts)
     dfa = PreTokenDFA.compile("word")
-    words = Segmenter(Dictionary(CUT_WORDS, np.arange(1, len(CUT_WORDS) + 1), 60)).segment(texts, "cpu").starts
-    marks = numba_twins.pretokenize_marks(batch.data, batch.offsets, dfa)
-    want = reference.pretokenize_mark_words(batch.data, batch.offsets, words.values, words.offsets, dfa, marks.copy())
-    np.testing.assert_array_equal(
-        numba_twins.pretokenize_mark_words(batch.data, batch.offsets, words.values, words.offsets, dfa, marks.copy()),
-        want)
-    got = backend.op("pre_tokenizer", "pretokenize_mark_words")(
-        *(backend.asarray(a) for a in (batch.data, batch.offsets, words.values, words.offsets)), dfa,
-        backend.asarray(marks.copy()))
+    segmenter = Segmenter(Dictionary(CUT_WORDS, np.arange(1, len(CUT_WORDS) + 1), 60))
+    words = segmenter.segment(texts, "cpu").starts
+    word_marks = host(segmenter.word_marks(batch, "cpu"))
+    np.testing.assert_array_equal(np.flatnonzero(word_marks),
+                                  batch.offsets[:-1][np.repeat(np.arange(len(texts)), np.diff(words.offsets))]
+                                  + words.values)
+    device_words = segmenter.word_marks(batch.to_device(backend.xp), backend)
+    plain = numba_twins.pretokenize_marks(batch.data, batch.offsets, dfa)
+    want = reference.pretokenize_mark_words(batch.data, batch.offsets, words.values, words.offsets, dfa, plain.copy())
+    assert (want != plain).any()
+    np.testing.assert_array_equal(numba_twins.pretokenize_marks(batch.data, batch.offsets, dfa, word_marks), want)
+    np.testing.assert_array_equal(numba_twins.pretokenize_marks(batch.data, batch.offsets, dfa, host(device_words)),
+                                  want)
+    got = backend.op("pre_tokenizer", "pretokenize_marks")(backend.asarray(batch.data), backend.asarray(batch.offsets),
+                                                           dfa, device_words)
     np.testing.assert_array_equal(host(got), want)
-    assert (want != marks).any()
+    with pytest.raises(ValueError, match="one per byte"):
+        backend.op("pre_tokenizer", "pretokenize_marks")(backend.asarray(batch.data), backend.asarray(batch.offsets),
+                                                         dfa, device_words[:-1])
+    # jieba's mode: every word marked on each backend (its joins of ASCII letters and digits applied)
+    jieba = Segmenter(Dictionary(CUT_WORDS + ["a1"], np.arange(1, len(CUT_WORDS) + 2), 60), compat="jieba")
+    texts = texts + [b"a1b2 c", "ab你好12".encode()]
+    batch = TextBatch.from_strings(texts)
+    words = jieba.segment(texts, "cpu").starts
+    np.testing.assert_array_equal(np.flatnonzero(host(jieba.word_marks(batch.to_device(backend.xp), backend))),
+                                  batch.offsets[:-1][np.repeat(np.arange(len(texts)), np.diff(words.offsets))]
+                                  + words.values)
 
 
 @pytest.mark.parametrize("split", ["word", "isolate"])

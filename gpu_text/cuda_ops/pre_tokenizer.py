@@ -18,16 +18,18 @@ SYMBOL_MARK = 7
 MAX_SYMBOL_BYTES = 255
 
 
-def pretokenize_marks(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any) -> Any:
+def pretokenize_marks(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any, word_marks: Any = None) -> Any:
     """Per byte of ``data`` (uint8): 0, or at every pre-token start 1 + the symbol of its first
-    character, for the compiled split ``dfa`` (a ``PreTokenDFA``). No host read: the output has
-    the input's size.
+    character, for the compiled split ``dfa`` (a ``PreTokenDFA``). ``word_marks`` (uint8 per byte,
+    a dictionary cutter's: non-zero where a word of a ``Segmenter``'s segmentation of the same rows
+    starts, :meth:`Segmenter.word_marks <gpu_text.segment.Segmenter.word_marks>`): every such Han
+    character starts a Han pre-token too. No host read: the output has the input's size.
 
-    Chunk-parallel (``cuda/pre_tokenizer.cu``): cuts, DFA summaries per chunk and per
-    ``SUPER`` chunks, the chain of
+    Chunk-parallel (``cuda/pre_tokenizer.cu``): cuts (and the words' marks), DFA summaries per
+    chunk and per ``SUPER`` chunks, the chain of
     pre-token starts followed per chunk (speculative, joined, strings whose chains did not meet
     redone exactly), then the starts marked."""
-    return _scan(rt, data, offsets, dfa, None)[0]
+    return _scan(rt, data, offsets, dfa, None, word_marks)[0]
 
 
 def pretokenize_symbol_marks(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any, state: Any, check: Any, label: Any,
@@ -42,24 +44,16 @@ def pretokenize_symbol_marks(rt: KernelRuntime, data: Any, offsets: Any, dfa: An
     return _scan(rt, data, offsets, dfa, (state, check, label, eow, int(sym_width)))
 
 
-def pretokenize_mark_words(rt: KernelRuntime, data: Any, offsets: Any, word_starts: Any, word_rows: Any, dfa: Any,
-                           marks: Any) -> Any:
-    """``marks`` (:func:`pretokenize_marks`') with the start of every word (``word_starts``,
-    relative to its row, ``word_rows`` each row's first word: a ``Segmenter``'s segmentation of
-    the same rows) whose character is Han marked as a Han pre-token's: a dictionary ``cn``'s cuts
-    of the Han pre-tokens. In place; returns ``marks``. One launch, no host read."""
-    n_words = int(word_starts.size)
-    launch(rt.function("pre_tokenizer", "pretokenize_mark_words"), blocks_for(n_words, BLOCK),
-           (data, offsets, i64(offsets.size - 1), word_starts, word_rows, i64(n_words), np.uint32(dfa.space), marks))
-    return marks
-
-
-def _scan(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any, symbols: tuple | None) -> tuple[Any, Any]:
+def _scan(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any, symbols: tuple | None, word_marks: Any = None
+          ) -> tuple[Any, Any]:
     xp = rt.xp
     n_states = int(dfa.table.shape[0])
     if n_states > MAX_STATES:
         raise ValueError(f"the pre-tokenizer's DFA has {n_states} states; the CUDA scan takes at most {MAX_STATES}")
     n_bytes, n_strings = int(data.size), int(offsets.size - 1)
+    if word_marks is not None and (word_marks.dtype != xp.uint8 or word_marks.size != n_bytes):
+        raise ValueError(f"word_marks must be uint8, one per byte ({n_bytes}), not {word_marks.dtype} "
+                         f"x {word_marks.size}")
     n_chunks = -(-n_bytes // CHUNK)
     n_super = -(-n_chunks // SUPER)
     space = np.uint32(dfa.space)
@@ -76,7 +70,8 @@ def _scan(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any, symbols: tuple |
         super_sym_exit = xp.empty(max(n_super * sym_width, 1), xp.uint8)
     launch(rt.function("pre_tokenizer", "pretokenize_cuts"), blocks_for(n_bytes, BLOCK),
            (data, offsets, i64(n_strings), i64(n_bytes), xp.asarray(dfa.joinable.ravel()), space, cuts, marks,
-            *trie, np.int32(trie[0].size), np.int32(sym_width), symbol_at))
+            *trie, np.int32(trie[0].size), np.int32(sym_width), symbol_at,
+            xp.empty(1, xp.uint8) if word_marks is None else word_marks, np.int32(word_marks is not None)))
     exit_state = xp.empty(n_chunks * n_states, xp.int32)
     last_accept = xp.empty(n_chunks * n_states, xp.int64)
     # per chunk: its first character, land, exits, entries

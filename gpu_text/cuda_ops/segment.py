@@ -141,6 +141,58 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
     ``|weight|``, ``|unknown_weight|`` and ``|tail_score|``) let long runs be cut into pieces of about
     :data:`CHUNK_BYTES`; without them every run is one piece (the same words)."""
     xp = rt.xp
+    n, n_rows = int(data.size), int(offsets.size) - 1
+    flags, ids = _words(rt, state, check, label, eow, data, offsets, weights, unknown_weight, tail_score, jieba_mode,
+                        max_word_bytes, weight_bound)
+    counts = xp.cumsum(flags, dtype=xp.int64)
+    words = int(counts[n])
+    word_starts = xp.empty(words, xp.int64)
+    word_ends = xp.empty(words, xp.int64)
+    word_ids = xp.empty(words, xp.int32)
+    row_offsets = xp.empty(n_rows + 1, xp.int64)
+    launch(rt.function("segment", "segment_compact"), blocks_for(max(n, n_rows) + 1, BLOCK),
+           (offsets, i64(n_rows), i64(n), flags, counts, ids, word_starts, word_ends, word_ids, row_offsets))
+    return word_starts, word_ends, word_ids, row_offsets
+
+
+def _segment_word_marks(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any, data: Any, offsets: Any,
+                        weights: Any, unknown_weight: float, tail_score: float, jieba_mode: bool, *,
+                        max_word_bytes: int | None = None, weight_bound: float = 0.0) -> Any:
+    """Per byte of ``data`` (uint8): non-zero where a word of :func:`segment_rows`' segmentation
+    starts, zero where none does. Outside jieba's mode only the words of the Han runs are marked
+    (the best paths as they are: no host read, two launches and a prefix sum fewer than
+    ``segment_rows``); in jieba's mode every word (``segment_words``' start marks, its joins
+    applied). ``Segmenter.word_marks`` on a kernel runtime: a composition of segment_rows'
+    kernels, so no twins of its own (the CPU's marks come from its segmentation)."""
+    n = int(data.size)
+    if not jieba_mode:
+        path = _route_rows(rt, state, check, label, eow, data, offsets, weights, unknown_weight, tail_score,
+                           jieba_mode, max_word_bytes, weight_bound)[0]
+        return path[:n]
+    return _words(rt, state, check, label, eow, data, offsets, weights, unknown_weight, tail_score, jieba_mode,
+                  max_word_bytes, weight_bound)[0][:n]
+
+
+def _words(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any, data: Any, offsets: Any, weights: Any,
+           unknown_weight: float, tail_score: float, jieba_mode: bool, max_word_bytes: int | None,
+           weight_bound: float) -> tuple[Any, Any]:
+    """The words' start and end marks (``segment_words``' flags, 2 (n + 1) bytes) and ids per byte."""
+    n, n_rows = int(data.size), int(offsets.size) - 1
+    path, length, flags, ids = _route_rows(rt, state, check, label, eow, data, offsets, weights, unknown_weight,
+                                           tail_score, jieba_mode, max_word_bytes, weight_bound)
+    launch(rt.function("segment", "segment_words"), blocks_for(n, BLOCK),
+           (data, i64(n), offsets, i64(n_rows), np.int32(bool(jieba_mode)), path, length, flags, ids))
+    return flags, ids
+
+
+def _route_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any, data: Any, offsets: Any,
+                weights: Any, unknown_weight: float, tail_score: float, jieba_mode: bool, max_word_bytes: int | None,
+                weight_bound: float) -> tuple[Any, Any, Any, Any]:
+    """Every row's best path, no host read: (path: n + 1 bytes, non-zero where a word of a run
+    starts; length: that word's bytes; flags: 2 (n + 1) bytes, the words outside the runs marked
+    by segment_marks; ids per byte), from segment_marks, segment_pieces and, when long runs are
+    cut, segment_settle, segment_resolve, segment_finish and segment_paths."""
+    xp = rt.xp
     n = int(data.size)
     n_rows = int(offsets.size) - 1
     jieba = np.int32(bool(jieba_mode))
@@ -194,14 +246,4 @@ def segment_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any
                 spec_i, counters, i64(chunk), i64(group), est_i, *scratch))
         launch(rt.function("segment", "segment_paths"), blocks_for(n_anchors, BLOCK),
                (i64(n_anchors), front_n, slot_i, class_i, length, path, front_off, est_i))
-    launch(rt.function("segment", "segment_words"), blocks_for(n, BLOCK),
-           (data, i64(n), offsets, i64(n_rows), jieba, path, length, flags, ids))
-    counts = xp.cumsum(flags, dtype=xp.int64)
-    words = int(counts[n])
-    word_starts = xp.empty(words, xp.int64)
-    word_ends = xp.empty(words, xp.int64)
-    word_ids = xp.empty(words, xp.int32)
-    row_offsets = xp.empty(n_rows + 1, xp.int64)
-    launch(rt.function("segment", "segment_compact"), blocks_for(max(n, n_rows) + 1, BLOCK),
-           (offsets, i64(n_rows), i64(n), flags, counts, ids, word_starts, word_ends, word_ids, row_offsets))
-    return word_starts, word_ends, word_ids, row_offsets
+    return path, length, flags, ids

@@ -196,6 +196,29 @@ class Segmenter:
             words = _join_ascii_runs(batch.data, span_starts, *words, xp)
         return self._assemble(batch, xp, tokens, han, span_starts, *words)
 
+    def word_marks(self, texts: TextBatch, backend: str | Backend | None = None) -> Any:
+        """Per byte of ``texts.data`` (a batch on the backend's device; uint8): non-zero where a
+        word of :meth:`segment`'s segmentation starts, at least every word whose first character is
+        Han (what a ``PreTokenizer`` with this dictionary cuts its Han pre-tokens at); zero where
+        no word starts. The device's fused kernels without a host read (outside jieba's mode, only
+        the Han runs' words are marked).
+
+        >>> seg = Segmenter(Dictionary(["英国", "英国人"], np.array([80, 100]), 300))
+        >>> seg.word_marks(TextBatch.from_strings(["他是英国人"]), "cpu").nonzero()[0].tolist()
+        [0, 3, 6]
+        """
+        be = get_backend(backend)
+        xp = be.xp
+        if be.runtime is not None and be.has_op("segment", "_segment_word_marks"):
+            *trie, weights = self._device_tables(be)
+            return be.op("segment", "_segment_word_marks")(
+                *trie, texts.data, texts.offsets, weights, self.unknown_weight, self.tail_score, self.jieba_mode,
+                max_word_bytes=self.max_word_bytes, weight_bound=self._weight_bound())
+        words = self.segment(texts, be).starts
+        marks = xp.zeros(texts.data.size, xp.uint8)
+        marks[texts.offsets[:-1][row_ids(words.offsets)] + words.values] = 1
+        return marks
+
     def _device_tables(self, be: Backend) -> tuple[Any, Any, Any, Any, Any]:
         """``(state, check, label, eow, weights)`` on ``be``'s device: copied there once per device
         and kept (again only when the trie or the weights are replaced). Without a dictionary, a

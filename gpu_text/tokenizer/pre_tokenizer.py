@@ -323,10 +323,10 @@ class PreTokenizer:
     def marks(self, texts: TextBatch, backend: str | Backend | None = None) -> Any:
         """Per byte of ``texts.data`` (a batch on the backend's device): 0, or at every pre-token
         start 1 + the DFA symbol of its first character (with ``split="none"``: 1 at every text's
-        first byte); the same pre-tokens as :meth:`pre_tokenize`. Without a host read, except with
-        a dictionary ``cn``: its :meth:`Segmenter.segment <gpu_text.segment.Segmenter.segment>` of
-        the same texts (whose Han runs are the Han pre-tokens) reads its word count, and the
-        words starting with a Han character are marked.
+        first byte); the same pre-tokens as :meth:`pre_tokenize`. Without a host read; with a
+        dictionary ``cn``, the words of its segmenter's segmentation of the same texts (whose Han
+        runs are the Han pre-tokens, :meth:`Segmenter.word_marks
+        <gpu_text.segment.Segmenter.word_marks>`) that start with a Han character start pre-tokens.
 
         >>> PreTokenizer().marks(TextBatch.from_strings(["ab▁c", "1"]), "cpu").tolist()
         [4, 0, 2, 0, 0, 0, 3]
@@ -341,13 +341,8 @@ class PreTokenizer:
             marks = be.xp.zeros(texts.data.size + 1, be.xp.uint8)
             marks[texts.offsets[:-1]] = 1
             return marks[:-1]
-        dfa = self.device_dfa(be)
-        marks = be.op("pre_tokenizer", "pretokenize_marks")(texts.data, texts.offsets, dfa)
-        if self.segmenter is None:
-            return marks
-        words = self.segmenter.segment(texts, be).starts
-        return be.op("pre_tokenizer", "pretokenize_mark_words")(texts.data, texts.offsets, words.values, words.offsets,
-                                                                 dfa, marks)
+        words = None if self.segmenter is None else self.segmenter.word_marks(texts, be)
+        return be.op("pre_tokenizer", "pretokenize_marks")(texts.data, texts.offsets, self.device_dfa(be), words)
 
     def symbol_marks(self, texts: TextBatch, symbols: DoubleArrayTrie, width: int,
                      backend: str | Backend | None = None) -> tuple[Any, Any]:

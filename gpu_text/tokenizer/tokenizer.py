@@ -172,7 +172,7 @@ class Tokenizer:
         stay per-byte marks on the device (the lattice models take ``split="none"`` rows whole;
         BPE's user symbols are marked too, and each is its one id; so are a dictionary cutter's
         words, for BPE without user symbols), and a call reads the device twice for BPE (the
-        normalized size, the number of ids; a dictionary cutter adds its word count), three times
+        normalized size, the number of ids; a dictionary cutter adds none), three times
         for the lattice models (and the number of edges). ``lists``: the pre-tokens as lists (the
         staged path, which every configuration can take; the tests' comparison)."""
         normalized = self.normalizer.normalize(batch, be, with_alignment=with_offsets)
