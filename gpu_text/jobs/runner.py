@@ -55,12 +55,12 @@ def job_options(model: str, settings: ShardSettings) -> dict[str, Any]:
 
 def run_sharded_job(model: str, inputs: Sequence[str], output_dir: str, settings: ShardSettings,
                     resume: bool = False, workers: int = 1, devices: Sequence[str] | None = None,
-                    on_error: str = "stop", progress: bool = True, tokenizer: Any = None) -> dict[str, Any]:
+                    on_error: str = "stop", progress: bool = True) -> dict[str, Any]:
     """Tokenize every input (files, globs, directories: :func:`gpu_text.jobs.shards.expand_inputs`)
     into its shard in ``output_dir`` with ``workers`` processes (1: this one), or one per GPU of
-    ``devices``; returns the job's summary (see the module docstring). ``tokenizer``: ``model``
-    loaded already (by the command, to check its options), which this process then tokenizes
-    with instead of loading it again."""
+    ``devices``; returns the job's summary (see the module docstring). The model is loaded once
+    per worker (this process, or each worker process) and checked against the settings before
+    anything is written."""
     from gpu_text.outputs import check_options
 
     s = settings
@@ -80,6 +80,24 @@ def run_sharded_job(model: str, inputs: Sequence[str], output_dir: str, settings
     _check_places(inputs, shards, model, output_dir)
     options = job_options(model, s)
     plan = [(shard.name, shard.input) for shard in shards]
+    start = time.perf_counter()  # the job's time includes starting the workers
+    pool = _start_pool(model, s, workers, devices)  # loads the model: its errors come before any output
+    try:
+        return _run_job(pool, shards, sizes, plan, options, output_dir, resume, on_error, progress, start)
+    finally:
+        pool.close()
+
+
+def _start_pool(model: str, settings: ShardSettings, workers: int, devices: Sequence[str] | None) -> Any:
+    if workers == 1 and devices is None:
+        return InlinePool(model, settings)
+    return ProcessPool(model, settings, worker_environments(workers, devices))
+
+
+def _run_job(pool: Any, shards: list[Shard], sizes: dict[int, int], plan: list[tuple[str, str]],
+             options: dict[str, Any], output_dir: str, resume: bool, on_error: str, progress: bool,
+             start: float) -> dict[str, Any]:
+    """The job once the workers are ready: lock, manifest, leftovers, the shards to do."""
     os.makedirs(output_dir, exist_ok=True)
     with job_lock(output_dir):
         manifest = _open_manifest(os.path.join(output_dir, MANIFEST), options, plan, shards, resume)
@@ -90,10 +108,8 @@ def run_sharded_job(model: str, inputs: Sequence[str], output_dir: str, settings
             remove_outputs(existing_outputs(shard))
             manifest.record(shard.index, status="pending")
         manifest.save()
-        start = time.perf_counter()
         try:
-            outcome = _run(model, s, todo, manifest, workers, devices, on_error, sum(sizes[t.index] for t in todo),
-                           progress, tokenizer)
+            outcome = _run(pool, todo, manifest, on_error, sum(sizes[t.index] for t in todo), progress)
         finally:
             remove_temporaries(sorted(directories))
         seconds = time.perf_counter() - start
@@ -143,21 +159,18 @@ def _open_manifest(path: str, options: dict[str, Any], plan: list[tuple[str, str
     return Manifest(path, options, plan)
 
 
-def _run(model: str, settings: ShardSettings, todo: list[Shard], manifest: Manifest, workers: int,
-         devices: Sequence[str] | None, on_error: str, total: int, progress: bool, tokenizer: Any) -> dict[str, Any]:
+def _run(pool: Any, todo: list[Shard], manifest: Manifest, on_error: str, total: int,
+         progress: bool) -> dict[str, Any]:
     """Tokenize ``todo`` on the pool, recording each result in the manifest as it comes (on the
     in-process worker's writer thread: the next shard is encoded meanwhile)."""
     from gpu_text.cli_helpers import progress_bar
 
     skipped: list[dict[str, str]] = []
-    environments = worker_environments(workers, devices)
     # what each worker did and saw (its CUDA_VISIBLE_DEVICES, its Numba threads), for the summary only
     report: list[dict[str, Any]] = [{"worker": n, "shards": [], "peak_rss_mb": None, "device": None,
-                                     "numba_threads": None} for n in range(workers)]
+                                     "numba_threads": None} for n in range(pool.workers)]
     if not todo:
         return {"skipped": skipped, "workers": report}
-    in_process = workers == 1 and devices is None
-    pool: Any = InlinePool(model, settings, tokenizer) if in_process else ProcessPool(model, settings, environments)
     by_index = {shard.index: shard for shard in todo}
 
     def record(number: int, result: dict[str, Any]) -> None:
@@ -176,11 +189,8 @@ def _run(model: str, settings: ShardSettings, todo: list[Shard], manifest: Manif
         manifest.save()
 
     with progress_bar(total, "tokenize") if progress else _NoBar() as bar:
-        try:
-            pool.run(todo, bar.update, record)
-        finally:
-            pool.close()
-    if in_process:
+        pool.run(todo, bar.update, record)
+    if isinstance(pool, InlinePool):
         report[0]["peak_rss_mb"] = peak_rss_mb()
     return {"skipped": skipped, "workers": report}
 

@@ -67,14 +67,16 @@ def peak_rss_mb() -> float | None:
 
 
 class ShardWorker:
-    """What a worker does: holds the tokenizer (loaded once, or the one given) and tokenizes the
-    shards it is given, one after another through one pipeline."""
+    """What a worker does: holds the tokenizer (loaded once, and checked against the settings)
+    and tokenizes the shards it is given, one after another through one pipeline."""
 
-    def __init__(self, model: str, settings: ShardSettings, tokenizer: Any = None) -> None:
-        from gpu_text.tokenizer.bulk import load_tokenizer
+    def __init__(self, model: str, settings: ShardSettings) -> None:
+        from gpu_text.cli_helpers import load_file
+        from gpu_text.tokenizer.bulk import check_specials, load_tokenizer
 
-        self.tokenizer = load_tokenizer(model) if tokenizer is None else tokenizer
-        self.settings = settings
+        self.tokenizer = load_file(model, load_tokenizer, "tokenizer model")
+        s = self.settings = settings
+        check_specials(self.tokenizer, model, s.add_bos, s.add_eos, s.append_eod, s.pack)
 
     def run(self, next_shard: Callable[[], Shard | None], report: Report, progress: Progress | None = None) -> None:
         """Tokenize the shards ``next_shard`` gives until it gives ``None``, calling ``report``
@@ -120,11 +122,10 @@ class WorkerDied(RuntimeError):
 
 
 class InlinePool:
-    """One worker, in this process (the default ``--workers 1``): no start-up, same results; it
-    takes the tokenizer the job has loaded already, when given."""
+    """One worker, in this process (the default ``--workers 1``): no start-up, same results."""
 
-    def __init__(self, model: str, settings: ShardSettings, tokenizer: Any = None) -> None:
-        self.worker = ShardWorker(model, settings, tokenizer)
+    def __init__(self, model: str, settings: ShardSettings) -> None:
+        self.worker = ShardWorker(model, settings)
         self.workers = 1
 
     def run(self, shards: Sequence[Shard], progress: Progress, record: Record) -> None:
@@ -160,9 +161,25 @@ class ProcessPool:
                 theirs.close()
                 self.processes.append(process)
                 self.connections.append(ours)
+            for number in range(self.workers):
+                self._started(number)
         except BaseException:
             self.close()
             raise
+
+    def _started(self, number: int) -> None:
+        """Wait for worker ``number`` to have loaded the model: a model it cannot load, or options
+        the model cannot honour, are an error now, before the job makes any output."""
+        connection, process = self.connections[number], self.processes[number]
+        try:
+            wait([connection, process.sentinel])
+            message = json.loads(connection.recv_bytes())
+        except (EOFError, OSError):  # it exited without a word
+            process.join()
+            raise WorkerDied(f"worker {number} (pid {process.pid}) died at start-up (exit code {process.exitcode})") \
+                from None
+        if message["kind"] == "start-failed":
+            raise ValueError(message["error"] if message["options"] else f"worker {number}: {message['error']}")
 
     def run(self, shards: Sequence[Shard], progress: Progress, record: Record) -> None:
         """Call ``record(worker, result)`` for every shard as each finishes; raises
@@ -170,7 +187,6 @@ class ProcessPool:
         start-up error."""
         self.waiting = deque(shards)
         self.holding: dict[int, list[Shard]] = {n: [] for n in range(self.workers)}
-        self.asked: set[int] = set()
         self.stopped: set[int] = set()
         remaining = len(self.waiting)
         while remaining:
@@ -192,10 +208,7 @@ class ProcessPool:
                         break
                     if message["kind"] == "progress":
                         progress(message["bytes"])
-                    elif message["kind"] == "start-failed":
-                        raise ValueError(f"worker {number}: {message['error']}")
                     elif message["kind"] == "next":
-                        self.asked.add(number)
                         self._assign(number)
                     else:  # a shard's result: done or failed
                         held = self.holding[number]
@@ -216,8 +229,7 @@ class ProcessPool:
         if held or number not in self.told_to_stop:
             code = process.exitcode
             how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-            where = (f" while tokenizing shard {held[0].name} ({held[0].input})" if held else
-                     " between shards" if number in self.asked else " at start-up")
+            where = f" while tokenizing shard {held[0].name} ({held[0].input})" if held else " between shards"
             raise WorkerDied(f"worker {number} (pid {process.pid}) died ({how}){where}")
 
     def _assign(self, number: int) -> None:
@@ -298,9 +310,10 @@ def worker_main(connection: Connection, setup: str) -> None:
 
     try:
         worker = ShardWorker(config["model"], ShardSettings.from_dict(config["settings"]))
-    except Exception as exc:
-        send({"kind": "start-failed", "error": str(exc) or type(exc).__name__})
+    except Exception as exc:  # the model's or the options' fault (a ValueError naming the model), or this worker's
+        send({"kind": "start-failed", "error": str(exc) or type(exc).__name__, "options": isinstance(exc, ValueError)})
         return
+    send({"kind": "ready"})
     worker.run(next_shard, send, progress)
 
 

@@ -290,6 +290,26 @@ def tokenize_files(tokenizer: Any, inputs: Sequence[str | Path], output: str | P
     return summary
 
 
+def check_specials(tokenizer: Any, model: str, add_bos: bool = False, add_eos: bool = False,
+                   append_eod: bool = False, pack: int | None = None) -> None:
+    """Refuse options the model (loaded from ``model``) has no special piece for: ``--add-bos``
+    and ``--add-eos`` need its bos and eos, ``--append-eod`` and ``--pack`` its eos. Said before
+    any output exists, naming the model.
+
+    >>> from types import SimpleNamespace
+    >>> check_specials(SimpleNamespace(bos_id=-1, eos_id=2), "m.model", add_bos=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: m.model: the model has no bos piece, so --add-bos cannot be honoured
+    """
+    for flag, name, special in ((add_bos, "bos", tokenizer.bos_id), (add_eos, "eos", tokenizer.eos_id)):
+        if flag and special < 0:
+            raise ValueError(f"{model}: the model has no {name} piece, so --add-{name} cannot be honoured")
+    for used, option in ((append_eod, "--append-eod"), (pack, "--pack")):
+        if used and tokenizer.eos_id < 0:
+            raise ValueError(f"{model}: the model has no eos piece, so {option} cannot end documents with it")
+
+
 def eos_for(tokenizer: Any, append_eod: bool, pack: int | None, add_eos: bool) -> int:
     """The eos id ``--append-eod`` and ``--pack`` end documents with, checked to exist (-1 when
     neither is asked for).

@@ -158,7 +158,7 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     """
     from gpu_text.jobs.shards import expand_inputs
     from gpu_text.outputs import check_options, output_format
-    from gpu_text.tokenizer.bulk import load_tokenizer, output_paths, tokenize_files
+    from gpu_text.tokenizer.bulk import check_specials, load_tokenizer, output_paths, tokenize_files
 
     sharded = args.output_dir is not None
     _check_job_options(args, sharded)
@@ -169,15 +169,10 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     if not sharded:
         check_outputs([args.model, *inputs], output_paths(output, fmt, stats=not args.no_stats))
     check_backend(args)
-    tokenizer = load_file(args.model, load_tokenizer, "tokenizer model")
-    for flag, name, special in ((args.add_bos, "bos", tokenizer.bos_id), (args.add_eos, "eos", tokenizer.eos_id)):
-        if flag and special < 0:  # said before any output exists, naming the model
-            raise ValueError(f"{args.model}: the model has no {name} piece, so --add-{name} cannot be honoured")
-    for flag, option in ((args.append_eod, "--append-eod"), (args.pack, "--pack")):
-        if flag and tokenizer.eos_id < 0:
-            raise ValueError(f"{args.model}: the model has no eos piece, so {option} cannot end documents with it")
     if sharded:
         return _run_job(args, inputs, fmt)
+    tokenizer = load_file(args.model, load_tokenizer, "tokenizer model")
+    check_specials(tokenizer, args.model, args.add_bos, args.add_eos, args.append_eod, args.pack)
     summary = tokenize_files(tokenizer, inputs, output, field=args.field, with_offsets=args.offsets,
                              backend=args.backend, chunk_bytes=chunk_bytes(args), add_bos=args.add_bos,
                              add_eos=args.add_eos, progress=progress_enabled(), output_format=fmt,
@@ -208,6 +203,8 @@ def _check_job_options(args: argparse.Namespace, sharded: bool) -> None:
 
 
 def _run_job(args: argparse.Namespace, inputs: list[str], fmt: str) -> int:
+    """The sharded job. The model is loaded (and checked against the options) once, by whichever
+    process tokenizes: this one, or each worker, before the job makes any output."""
     from gpu_text.jobs import ShardSettings, run_sharded_job
 
     settings = ShardSettings(field=args.field, input_format=args.format, max_document_bytes=args.max_document_mb << 20,
