@@ -129,3 +129,41 @@ def test_a_long_row_of_short_pre_tokens_skips_the_long_span_kernels(monkeypatch)
                       np.array([0, data.size], np.int64), marks, 0)
         assert [host(a).tolist() for a in got] == [host(a).tolist() for a in want]
         assert counts.launches == (6 + 12 if long_pre_token else 6), counts.summary()  # the pieces: 12 kernels
+
+
+@pytest.mark.parametrize("split", ["word", "isolate"])
+def test_lattice_models_with_a_dictionary_cutter_equal_the_staged_path(monkeypatch, split):
+    """Unigram and BytePiece with a dictionary ``cn`` take the marks path (the segmenter's words marked
+    in the Han pre-tokens, one lattice per pre-token) on every backend: the ids and spans of the
+    staged path (pre-token lists, each Han pre-token cut on its own), on mixed text, bad bytes and a
+    Han run longer than the segmenter's chunks (lowered here)."""
+    from gpu_text.backend import get_backend
+    from gpu_text.batch import TextBatch
+    from gpu_text.cuda_ops import segment as segment_launchers
+    from gpu_text.segment import Dictionary
+    from gpu_text.tokenizer import BytePiece, Normalizer, PreTokenizer, Unigram
+    from gpu_text.tokenizer.bpe import byte_piece
+    from gpu_text.tokenizer.bytepiece import BytePieceModel
+    from gpu_text.tokenizer.unigram import UnigramModel
+
+    monkeypatch.setattr(segment_launchers, "CHUNK_BYTES", 64)
+    words = ["宝玉", "黛玉", "说道", "笑道", "一个", "什么", "宝玉笑", "夫人", "王夫人"]
+    cn = Dictionary(words, np.arange(3, 3 + len(words)), 100)
+    pieces = ["宝", "玉", "宝玉", "笑道", "一", "个", "一个", "什么", "夫人", "王", "a", "b", "ab", "▁", "▁a", "1"]
+    unigram = UnigramModel(["<unk>"] + pieces, [0.0] + [-1.0 - 0.1 * k for k in range(len(pieces))],
+                           [2] + [1] * len(pieces))
+    bytepiece = BytePieceModel(["<unk>", "<s>", "</s>"] + [byte_piece(b) for b in range(256)] + pieces,
+                               [0.0] * 259 + [1.0 + k for k in range(len(pieces))],
+                               [2, 3, 3] + [6] * 256 + [1] * len(pieces))
+    rng = np.random.default_rng(3)
+    parts = words + ["宝", "玉", "了", "a", "ab", "▁", "12", "。", "x"]
+    texts = ["".join(rng.choice(parts, int(rng.integers(0, 14)))) for _ in range(60)]
+    texts = [t.encode() for t in texts] + [b"", b"\xff\xe4\xbd", "宝玉笑道一个什么王夫人".encode() * 30]
+    batch = TextBatch.from_strings(texts)
+    for tok in (Unigram(unigram, Normalizer("no"), PreTokenizer(split, cn=cn)),
+                BytePiece(bytepiece, Normalizer("no"), PreTokenizer(split, cn=cn))):
+        want = tok._encode_stages(batch, get_backend("cpu"), True, lists=True)
+        for be in backends():
+            got = tok.encode(texts, backend=be, with_offsets=True)
+            for name, g, w in zip(("ids", "starts", "ends"), (got.ids, got.starts, got.ends), want):
+                assert g.to_pylist() == w.to_pylist(), (type(tok).__name__, be.name, name)

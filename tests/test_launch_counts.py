@@ -41,17 +41,23 @@ BOUNDS = {
     # (75, 17, 2) on the staged path (pre-token lists, Han spans gathered on the host's word),
     # (74, 17, 4) before the segmenter's weights stayed on the device
     "encode_cn": (31, 2, 2),
+    # the lattice models with a dictionary cutter: the marks path as BPE's (the segmenter's best paths
+    # marked in the Han pre-tokens) into lattice_encode; was the staged path (pre-token lists)
+    "encode_unigram_cn": (32, 3, 2),
+    "encode_bytepiece_cn": (32, 3, 2),
 }
 # The issue's targets: (≤ 25 launches, ≤ 3 syncs, 0 table uploads after the first call).
 TARGET_LAUNCHES, TARGET_SYNCS = 25, 3
 # Inputs that every call must upload (the batch's bytes and offsets), not tables.
 # (the CRF's encoded features are its input: six arrays).
 INPUT_UPLOADS = {"encode": 2, "segment": 2, "crf_decode": 6, "encode_unigram": 2, "encode_bytepiece": 2,
-                 "encode_split_none": 2, "encode_user_symbols": 2, "encode_cn": 2}
+                 "encode_split_none": 2, "encode_user_symbols": 2, "encode_cn": 2, "encode_unigram_cn": 2,
+                 "encode_bytepiece_cn": 2}
 TARGETS = {"encode": (True, True, True), "segment": (True, True, True), "crf_decode": (True, True, True),
            "encode_unigram": (True, True, True), "encode_bytepiece": (True, True, True),
            "encode_split_none": (True, True, True), "encode_user_symbols": (True, True, True),
-           "encode_cn": (False, True, True)}
+           "encode_cn": (False, True, True), "encode_unigram_cn": (False, True, True),
+           "encode_bytepiece_cn": (False, True, True)}
 
 
 def backend():
@@ -172,7 +178,8 @@ def check_encode_counts(name: str, tok, suffix: str = "") -> None:
     check_bounds(name, *report(name, first, second), second)
 
 
-def test_unigram_encode_counts(tmp_path):
+@pytest.fixture(scope="module")
+def unigram(tmp_path_factory):
     """A SentencePiece Unigram ``.model`` (trained here on the samples, 3000 pieces)."""
     import io
 
@@ -184,16 +191,42 @@ def test_unigram_encode_counts(tmp_path):
     spm.SentencePieceTrainer.train(sentence_iterator=iter(text), model_writer=blob, model_type="unigram",
                                    vocab_size=3000, num_threads=1, minloglevel=2, hard_vocab_limit=False,
                                    character_coverage=0.98)
-    (tmp_path / "u.model").write_bytes(blob.getvalue())
-    check_encode_counts("encode_unigram", Tokenizer.from_file(tmp_path / "u.model"))
+    path = tmp_path_factory.mktemp("unigram") / "u.model"
+    path.write_bytes(blob.getvalue())
+    return Tokenizer.from_file(path)
 
 
-def test_bytepiece_encode_counts():
+def bytepiece():
     """A BytePiece model of the samples' frequent n-grams, split "isolate" with digits split."""
     from tests.test_bytepiece import counted_model, tokenizer
 
     text = list(sample_lines("en-kjv.txt", 200) + sample_lines("zh-hongloumeng.txt", 200))
-    check_encode_counts("encode_bytepiece", tokenizer(counted_model(text, 2000), 1, True))
+    return tokenizer(counted_model(text, 2000), 1, True)
+
+
+def with_cutter(tok):
+    """``tok`` with a dictionary cutter of the Chinese sample's pieces (split "isolate")."""
+    from gpu_text.tokenizer import PreTokenizer
+
+    cutter = PreTokenizer("isolate", tok.pre_tokenizer.digits,
+                          cn=sample_dictionary(list(sample_lines("zh-hongloumeng.txt", 60))))
+    return type(tok)(tok.model, tok.normalizer, cutter, tok.bos_id, tok.eos_id, tok.pad_id)
+
+
+def test_unigram_encode_counts(unigram):
+    check_encode_counts("encode_unigram", unigram)
+
+
+def test_bytepiece_encode_counts():
+    check_encode_counts("encode_bytepiece", bytepiece())
+
+
+@pytest.mark.parametrize("model", ["unigram", "bytepiece"])
+def test_lattice_dictionary_cutter_encode_counts(request, model):
+    """The lattice models with a dictionary cutter: the marks path (the segmenter's words marked in
+    the Han pre-tokens, ``PreTokenizer.marks``) into ``lattice_encode``, as BPE's ``encode_cn``."""
+    tok = request.getfixturevalue("unigram") if model == "unigram" else bytepiece()
+    check_encode_counts(f"encode_{model}_cn", with_cutter(tok))
 
 
 def test_bpe_split_none_encode_counts():

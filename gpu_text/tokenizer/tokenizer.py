@@ -171,7 +171,7 @@ class Tokenizer:
         """Each stage over the whole batch (the GPU's way: one kernel per stage). The pre-tokens
         stay per-byte marks on the device (the lattice models take ``split="none"`` rows whole;
         BPE's user symbols are marked too, and each is its one id; so are a dictionary cutter's
-        words, for BPE without user symbols), and a call reads the device twice for BPE (the
+        words, without user symbols), and a call reads the device twice for BPE (the
         normalized size, the number of ids; a dictionary cutter adds none), three times
         for the lattice models (and the number of edges). ``lists``: the pre-tokens as lists (the
         staged path, which every configuration can take; the tests' comparison)."""
@@ -183,8 +183,6 @@ class Tokenizer:
         symbols = self.user_symbols
         if symbols is not None and (marked is None or self.symbol_width is None or pre_tokenizer.segmenter is not None):
             rows = marked = None  # the staged path below
-        if pre_tokenizer.segmenter is not None:
-            rows = None  # BPE's marks take a dictionary cutter's words; the lattice models' rows do not
         if lists:
             rows = marked = None
         if marked is not None or rows is not None:
