@@ -42,7 +42,8 @@ BOUNDS = {
     # (74, 17, 4) before the segmenter's weights stayed on the device
     "encode_cn": (31, 2, 2),
     # the lattice models with a dictionary cutter: the marks path as BPE's (the segmenter's best paths
-    # marked in the Han pre-tokens) into lattice_encode; was the staged path (pre-token lists)
+    # marked in the Han pre-tokens) into lattice_encode; was (128, 24, 3) and (149, 29, 4) on the staged
+    # path (pre-token lists)
     "encode_unigram_cn": (32, 3, 2),
     "encode_bytepiece_cn": (32, 3, 2),
 }
