@@ -293,7 +293,7 @@ __device__ void byte_marks(const u8* data, i64 n, const i64* offsets, i64 n_rows
 // anchor). Pieces stay at least half a chunk long, so a piece's frontier lies inside the next piece.
 #define GT_FRONT_MAX 4
 #define GT_CLASSES_MAX 8
-#define GT_RING 128  // a values-only solve keeps the last GT_RING values: needs max_word_bytes < GT_RING
+#define GT_RING 128  // a values-only solve keeps the last GT_RING values: a longer word gets no table
 
 struct Front {
     int n;
@@ -356,8 +356,7 @@ __device__ void anchor_cut(i64 j, const int* state, const int* check, const u8* 
     }
     // The whole window is in the run: a forced cut b from its middle (b + max_word_bytes stays inside
     // the window, and so does b - max_word_bytes).
-    if (stop != anchor + chunk_bytes || max_word_bytes <= 0 || max_word_bytes >= GT_RING ||
-        chunk_bytes < 2 * max_word_bytes + 8) return;
+    if (stop != anchor + chunk_bytes || max_word_bytes <= 0 || chunk_bytes < 2 * max_word_bytes + 8) return;
     i64 b = anchor + chunk_bytes / 2;
     while (!utf8_starts_char(data, b, row.begin, row.end)) ++b;
     int offs[GT_FRONT_MAX];
@@ -479,12 +478,14 @@ __device__ __forceinline__ int front_index(const Front& f, i64 off) {
 // The values of piece [a, b) at the positions of `out` (offsets from a) with frontier `in` (offsets
 // from b) holding `live_value` at index `live` and -inf elsewhere: best_edge_from's arithmetic (words
 // walked up to b + the frontier's last offset), nothing written but a ring of the last GT_RING
-// values. With `room` (or null), false when a value is 0 or lies above binade e_top, and *room gets
-// down to every value's distance from its binade's edges; `range` (or null) gets the lowest and
-// highest finite value.
+// values. With `room` (or null), false when a value is 0 or lies above binade e_top or a word reaches
+// GT_RING bytes or more past its start (its end's slot of the ring holds a later value: a table
+// would be wrong; without `room` such a value only spoils an estimate), and *room gets down to every
+// value's distance from its binade's edges; `range` (or null) gets the lowest and highest finite value.
 __device__ bool front_values(const Model& m, const u8* data, i64 a, i64 b, const Front& in, int live,
                              double live_value, const Front& out, double* out_values, const int* length,
                              double* room, int e_top, double* range) {
+    if (room && in.off[in.n - 1] >= GT_RING) return false;  // frontier positions sharing a slot
     double ring[GT_RING];
     for (int i = 0; i < in.n; ++i) ring[(b + in.off[i]) & (GT_RING - 1)] = i == live ? live_value : GT_NEG_INF;
     const i64 limit = b + in.off[in.n - 1];
@@ -503,11 +504,16 @@ __device__ bool front_values(const Model& m, const u8* data, i64 a, i64 b, const
         return size > 0.0 && e <= e_top;
     };
     bool ok = true;
-    auto value_at = [&](i64 e) { return ring[e & (GT_RING - 1)]; };
+    i64 from = b;  // the position solved
+    auto value_at = [&](i64 e) {
+        ok = ok && (!room || e - from < GT_RING);
+        return ring[e & (GT_RING - 1)];
+    };
     auto checked = [&](double, double s) { ok = ok && valid(s); };
     for (i64 p = b - 1; p >= a; --p) {
         GT_STEP();
         if (length[p] == GT_LENGTH_INSIDE) continue;
+        from = p;
         i64 end;
         int value;
         const double best = best_edge_from(m, data, p, b, limit, value_at, checked, &end, &value);

@@ -324,6 +324,44 @@ def test_segment_rows_forced_cuts(monkeypatch, compat, chunk):
 
 
 @pytest.mark.parametrize("compat", [None, "jieba"])
+def test_segment_rows_forced_cuts_with_long_words(monkeypatch, compat):
+    """Dictionary words of 129 to 270 bytes (beyond a values-only solve's ring of 128 values) beside
+    一一 on runs of 一: anchors still cut at forced cuts (they did not while the longest word had 128
+    bytes or more: a run without cut points was one piece), a piece where such a word sits or
+    reaches past the ring gets no class table and is solved exactly. The reference's words."""
+    import gpu_text.cuda_ops.segment as launchers
+    from tests.emulated_backend import emulated_backend
+
+    monkeypatch.setattr(launchers, "CHUNK_BYTES", 600)
+    seen = {"forced": 0}
+    launch = launchers.launch
+
+    def counting_launch(function, grid, args):
+        launch(function, grid, args)
+        if "segment_paths" in repr(function):
+            seen["forced"] += int((host(args[1]) > 1).sum())
+
+    monkeypatch.setattr(launchers, "launch", counting_launch)
+    be = emulated_backend()
+    rng = np.random.default_rng(7 if compat else 8)
+    for _ in range(3):
+        long_word = "".join(rng.choice(["一", "丁"], int(rng.integers(43, 90)), p=[0.8, 0.2]))
+        words = sorted(["一一", "一一一", "丁一", long_word])
+        freqs = rng.integers(1, 9, len(words)).astype(np.int64)
+        segmenter = Segmenter(Dictionary(words, freqs, int(freqs.sum()) + 7), compat=compat)
+        assert segmenter.max_word_bytes >= 129
+        texts = []
+        for _ in range(3):
+            parts = []
+            for _ in range(int(rng.integers(2, 6))):
+                parts.append("一" * int(rng.integers(50, 1500)))
+                parts += [long_word] * (rng.random() < 0.6) + ["丁"] * (rng.random() < 0.3)
+            texts.append("".join(parts))
+        assert_segment_rows_like_reference(segmenter, TextBatch.from_strings(texts), be)
+    assert seen["forced"] >= 10, seen
+
+
+@pytest.mark.parametrize("compat", [None, "jieba"])
 def test_segment_rows_one_megabyte_news_line(compat):
     """The Han of zh-sogou-news as one unpunctuated 1 MB line, with a dictionary of its two- and
     three-character pieces (real frequencies: near ties, binade edges): the Numba twin's words,
@@ -375,32 +413,21 @@ def news_han(megabytes: int) -> tuple[str, list[str]]:
     return "".join(text)[:(megabytes << 20) // 3], lines
 
 
-@pytest.mark.parametrize("kind", ["forced cuts", "news"])
-def test_segment_resolve_walk_without_a_step_per_piece(monkeypatch, kind):
-    """An 8 MB line (4,096 pieces): 一 under 一一 (every cut forced, a frontier of two positions), or
-    the Han of zh-sogou-news (real frequencies). The Numba twin's words, and segment_resolve's longest
-    thread no longer steps through every piece: its guesses walk one segment (at most `group`
-    pieces, the power of two next to sqrt(pieces)), the run's walk jumps over a segment per step
-    (matching up to GT_GUESSES guesses) and steps piece by piece only through the segments next to
-    the run's end (small values, binade edges), with one exact solve per piece whose table does not
-    apply to its exact values. O(sqrt(pieces)) steps beside those solves: about 700 (forced cuts)
-    where the walk of a step per piece took 24,562 steps, and 2 solves beside 15,102 on the news
-    line (27,184 before). segment_pieces' estimates come a segment at a time too: its longest thread
-    is a piece's solve again (21,503 and 9,905 steps; its walk of a step per piece took 24,562 and
-    12,285)."""
+def resolve_walk(monkeypatch, kind: str, megabytes: int) -> dict:
+    """One line of about ``megabytes`` MB (``kind``: 一 under 一一, every cut forced with a frontier of
+    two positions; or the Han of zh-sogou-news with its own two- and three-character words) through
+    the emulated kernels, checked against the Numba twin: segment_resolve's and segment_pieces' longest
+    thread, the pieces solved exactly in the run's walk, the anchors and their group."""
     import gpu_text.cuda_ops.segment as launchers
     from tests.emulated_backend import emulated_backend
     from tests.test_launch_counts import sample_dictionary
 
-    megabytes = 8
     if kind == "news":
         line, lines = news_han(megabytes)
         segmenter = Segmenter(sample_dictionary(lines[:2000]), compat="jieba")
-        frontier = 1
     else:
         line = "一" * ((megabytes << 20) // 3)
         segmenter = Segmenter(Dictionary(["一一"], np.array([5]), 11), compat=None)
-        frontier = 2
     states = {}
     launch = launchers.launch
 
@@ -415,22 +442,46 @@ def test_segment_resolve_walk_without_a_step_per_piece(monkeypatch, kind):
     be = emulated_backend()
     assert_arrays_equal(run_segment_rows(segmenter, segment_rows_args(segmenter, batch, be), be), cpu)
     module = be.runtime.module("segment")
-    steps = module.get_function("segment_resolve").last_max_steps
-    pieces_steps = module.get_function("segment_pieces").last_max_steps
-    chunk = launchers.CHUNK_BYTES
-    pieces = -(-len(line.encode()) // chunk)  # the anchors
-    group = launchers._group_anchors(pieces)
-    solved = int((states["slot"] == 1).sum()) - 1  # solved exactly in the walk (beside the run's last piece)
+    pieces = -(-len(line.encode()) // launchers.CHUNK_BYTES)  # the anchors
+    return {"steps": module.get_function("segment_resolve").last_max_steps,
+            "pieces_steps": module.get_function("segment_pieces").last_max_steps,
+            "solved": int((states["slot"] == 1).sum()) - 1,  # in the walk (beside the run's last piece)
+            "pieces": pieces, "group": launchers._group_anchors(pieces)}
+
+
+@pytest.mark.parametrize("kind", ["forced cuts", "news"])
+def test_segment_resolve_walk_without_a_step_per_piece(monkeypatch, kind):
+    """Lines of 2 and 8 MB (1,024 and 4,096 pieces): the Numba twin's words, and segment_resolve's
+    longest thread no longer steps through every piece: its guesses walk one segment (at most `group`
+    pieces, the power of two next to sqrt(pieces)), the run's walk jumps over a segment per step
+    (matching up to GT_GUESSES guesses) and steps piece by piece only through the segments next to
+    the run's end (small values, binade edges). No piece is solved exactly in the walk: a class
+    table holds where the exact x's own shift from its class's tail keeps the solve's room from the
+    binade edges (the estimate's error bound, which grows with the run, cost 2 solves of a piece on
+    the 8 MB news line and 3 on 32 MB of 一). So the walk grows as sqrt(pieces): 352 -> 704 steps
+    (forced cuts) and 160 -> 320 (news) from 2 to 8 MB, where the walk of a step per piece took
+    24,562 steps at 8 MB and the exact solves 15,102 on the news line (26,937 on 32 MB of 一, 4,385
+    now, measured by hand). segment_pieces' estimates come a segment at a time too: its longest
+    thread is a piece's solve again (21,503 and 9,905 steps; its walk of a step per piece took
+    24,562 and 12,285)."""
+    import gpu_text.cuda_ops.segment as launchers
+
+    frontier = 1 if kind == "news" else 2
+    small, large = resolve_walk(monkeypatch, kind, 2), resolve_walk(monkeypatch, kind, 8)
+    print(f"segment_resolve's longest thread ({kind}): 2 MB {small}, 8 MB {large}")
+    assert (small["group"], large["group"]) == (32, 64)
+    assert small["solved"] == large["solved"] == 0, (small, large)
     per_piece = 1 + launchers.GUESSES * frontier + frontier ** 2  # a match and a table step
-    walk = (pieces // group + 2 * group) * per_piece  # a jump per segment; two segments stepped through
-    print(f"segment_resolve's longest thread on an {megabytes} MB line ({kind}): {steps} steps, "
-          f"{solved} exact solves, bound {walk} + solves; segment_pieces' {pieces_steps}")
-    assert group == 64 and solved <= 3
-    assert 0 < steps <= walk + solved * 1.5 * 6 * chunk, steps
+    for walk in (small, large):  # a jump per segment; two segments stepped through
+        assert 0 < walk["steps"] <= (walk["pieces"] // walk["group"] + 2 * walk["group"]) * per_piece, walk
+    # four times the pieces: about twice the walk (a jump per segment, a segment's steps at the end)
+    assert large["steps"] <= 2.5 * small["steps"], (small, large)
     if kind == "forced cuts":
-        assert solved == 0 and steps <= 1000, steps  # the walk of a step per piece: 24,562
+        assert large["steps"] <= 1000, large  # the walk of a step per piece: 24,562
     # a piece's solve (per frontier position), below the walk of a step per piece it replaced
-    assert pieces_steps <= frontier * 1.5 * 6 * chunk and pieces_steps < {"forced cuts": 24562, "news": 12285}[kind]
+    chunk = launchers.CHUNK_BYTES
+    assert large["pieces_steps"] <= frontier * 1.5 * 6 * chunk
+    assert large["pieces_steps"] < {"forced cuts": 24562, "news": 12285}[kind]
 
 
 @pytest.mark.parametrize("compat", [None, "jieba"])
