@@ -25,8 +25,12 @@ no end-of-document id: what ``preprocess_data.py`` writes for an empty document.
 uint16 when the vocabulary has fewer than 65500 pieces (Megatron's ``DType.optimal_dtype``, which
 ``preprocess_data.py`` uses), else int32.
 
-Memory stays flat whatever the corpus: tokens go straight to ``.bin``; lengths and document
-index entries are spooled to scratch files and copied into ``.idx`` at the end.
+Memory stays flat whatever the corpus: tokens go straight to ``.bin``; lengths, sequence pointers
+and document index entries are spooled to scratch files as the rows come (on the writer thread,
+overlapped with the encoding) and only copied into ``.idx`` at the end, the sections read straight
+into the output's aligned buffer: the index is about 20 bytes a document (146 MB for 1 GB of
+text), and computing the pointers from the lengths at the end, after the last chunk, was 0.1 s per
+256 MB of text that nothing else overlapped.
 
 >>> import os, tempfile
 >>> import numpy as np
@@ -46,7 +50,6 @@ from __future__ import annotations
 import os
 import struct
 import tempfile
-from typing import BinaryIO
 
 import numpy as np
 
@@ -60,7 +63,6 @@ VERSION = 1
 DTYPE_CODES = {np.dtype(np.uint8): 1, np.dtype(np.int8): 2, np.dtype(np.int16): 3, np.dtype(np.int32): 4,
                np.dtype(np.int64): 5, np.dtype(np.float64): 6, np.dtype(np.float32): 7, np.dtype(np.uint16): 8}
 UINT16_VOCABULARY = 65500  # Megatron's optimal_dtype threshold (not 65536): the same files as its tool
-_COPY_ITEMS = 1 << 22  # scratch files are copied in pieces of this many items: memory stays flat
 _MAX_LENGTH = np.iinfo(np.int32).max  # a sequence length is an int32 in the index
 
 
@@ -101,6 +103,7 @@ class MegatronWriter:
         scratch = os.path.dirname(os.path.abspath(idx_path))
         self.bin = DirectFile(bin_path)  # the tokens: most of the bytes a job writes
         self.lengths = tempfile.TemporaryFile(dir=scratch)  # int32 per sequence
+        self.pointers = tempfile.TemporaryFile(dir=scratch)  # int64 per sequence
         self.document_index = tempfile.TemporaryFile(dir=scratch)  # int64 per document
         self.sequences = self.documents = 0
 
@@ -118,9 +121,13 @@ class MegatronWriter:
             tokens, lengths = append_to_rows(tokens, lengths, self.eod_id)
         if lengths.size and int(lengths.max()) > _MAX_LENGTH:
             raise ValueError(f"a document of {int(lengths.max())} tokens is longer than an index entry holds")
+        start = self.bin.tell()
         self.bin.write(memoryview(tokens))  # no bytes copy of the tokens
         present = lengths > 0
-        self.lengths.write(lengths[present].astype("<i4").tobytes())
+        kept = lengths[present].astype(np.int64)
+        self.lengths.write(kept.astype("<i4").tobytes())
+        # a sequence's pointer: the byte offset of its first token in .bin
+        self.pointers.write((start + (np.cumsum(kept) - kept) * self.dtype.itemsize).astype("<i8").tobytes())
         self.document_index.write((self.sequences + np.cumsum(present, dtype=np.int64)).astype("<i8").tobytes())
         self.sequences += int(present.sum())
         self.documents += int(lengths.size)
@@ -132,36 +139,22 @@ class MegatronWriter:
         try:
             idx.write(MAGIC + struct.pack("<Q", VERSION) + struct.pack("<B", DTYPE_CODES[self.dtype]))
             idx.write(struct.pack("<QQ", self.sequences, self.documents + 1))
-            _copy(self.lengths, idx)
-            self._write_pointers(idx)
+            for section in (self.lengths, self.pointers):
+                section.seek(0)
+                idx.write_from(section)
             idx.write(np.zeros(1, "<i8").tobytes())
-            _copy(self.document_index, idx)
+            self.document_index.seek(0)
+            idx.write_from(self.document_index)
         finally:
             idx.close()
-        self.lengths.close()
-        self.document_index.close()
+        for scratch in (self.lengths, self.pointers, self.document_index):
+            scratch.close()
         return self.documents
-
-    def _write_pointers(self, idx: DirectFile) -> None:
-        """Every sequence's byte offset in ``.bin``: the running sum of the lengths before it."""
-        self.lengths.seek(0)
-        itemsize, start = self.dtype.itemsize, 0
-        while chunk := self.lengths.read(4 * _COPY_ITEMS):
-            lengths = np.frombuffer(chunk, "<i4").astype(np.int64)
-            ends = start + np.cumsum(lengths) * itemsize
-            idx.write((ends - lengths * itemsize).astype("<i8").tobytes())
-            start = int(ends[-1])
 
     def discard(self) -> None:
         """Stop writing (the caller removes the output files)."""
-        for handle in (self.bin, self.lengths, self.document_index):
+        for handle in (self.bin, self.lengths, self.pointers, self.document_index):
             handle.close()
-
-
-def _copy(scratch: BinaryIO, out: DirectFile) -> None:
-    scratch.seek(0)
-    while chunk := scratch.read(8 * _COPY_ITEMS):
-        out.write(chunk)
 
 
 __all__ = ["DTYPE_CODES", "MAGIC", "MegatronWriter", "UINT16_VOCABULARY", "megatron_paths", "token_dtype"]
