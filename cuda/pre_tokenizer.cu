@@ -20,7 +20,7 @@
 // candidates are resolved exactly by the chain of the scan itself, a step per symbol or character
 // (never longer than sym_width bytes), composed per chunk: pretokenize_summary tabulates, per
 // chunk and entry offset k < sym_width, where the chain entering the chunk at k leaves it (a pass
-// backwards over the chunk); pretokenize_super_summary composes PT_SUPER of those tables; and
+// backwards over the chunk) and composes PT_SUPER of those tables per block; and
 // pretokenize_land starts each chunk's chain where the scan truly enters it (from its string's
 // start, a lookup per chunk or per PT_SUPER chunks), so the speculative chains never start inside
 // a symbol and meet the true one as they do without symbols.
@@ -115,10 +115,10 @@ pretokenize_cuts(const u8* __restrict__ data, const i64* __restrict__ offsets, i
 // per chunk of PT_CHUNK bytes, as cuda/normalizer.cu follows its steps:
 //   pretokenize_summary  per chunk and DFA state d: where a match entering the chunk in state d
 //                        goes: the state it leaves in (or PT_STOP: it died, or met a cut or the
-//                        end of the batch) and its last accepting end in the chunk.
-//   pretokenize_super_summary  the same per PT_SUPER chunks, composed from those. A match longer
-//                        than a chunk then costs one lookup per chunk up to the next PT_SUPER
-//                        boundary, one per PT_SUPER chunks, and one per chunk after the last.
+//                        end of the batch) and its last accepting end in the chunk; then per block
+//                        (PT_SUPER chunks) the same, composed from those: the super summary. A
+//                        match longer than a chunk then costs one lookup per chunk up to the next
+//                        PT_SUPER boundary, one per PT_SUPER chunks, and one per chunk after the last.
 //   pretokenize_land     per chunk: the chain of the string crossing the chunk's end, from the
 //                        chunk's first character (speculative) or the string's start (exact),
 //                        to its first start past the chunk: land[c].
@@ -129,8 +129,8 @@ pretokenize_cuts(const u8* __restrict__ data, const i64* __restrict__ offsets, i
 // Chains from different starts meet at the latest at the next cut, usually within a character
 // or two. Per thread: PT_CHUNK characters, plus for a match longer than that at most
 // 2 * PT_SUPER lookups and one per PT_SUPER * PT_CHUNK bytes (64 KiB) it covers (land, join,
-// scan); PT_CHUNK characters for the summary (each updating every DFA state), PT_SUPER lookups
-// for the super summary.
+// scan); PT_CHUNK characters for the summary (each updating every DFA state), plus PT_SUPER
+// lookups for the super summary's composing threads.
 #define PT_CHUNK 256
 #define PT_SUPER 256
 #define PT_MAX_STATES 16
@@ -227,14 +227,13 @@ __device__ __forceinline__ void symbol_summary(const u8* data, const i64* offset
     for (int k = 0; k < sym_width; ++k) exits[k] = k < stop - begin ? exit_of[k] : 0;
 }
 
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-pretokenize_summary(const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_strings, i64 n_bytes,
-                    i64 n_chunks, const u8* __restrict__ cuts, const int* __restrict__ table,
-                    const u8* __restrict__ accepting, int n_states, u32 space, int* __restrict__ exit_state,
-                    i64* __restrict__ last_accept, i64* __restrict__ first_char, const int* __restrict__ symbol_at,
-                    int sym_width, u8* __restrict__ sym_exit) {
-    const i64 c = global_thread_index();
-    if (c >= n_chunks) return;
+// Chunk c's summary: per DFA state d, the state a match entering the chunk in d leaves it in
+// (PT_STOP when it stops inside) and its last accepting end there; the chunk's first character;
+// with user symbols, the symbol scan's exits (symbol_summary).
+__device__ __forceinline__ void chunk_summary(const u8* data, const i64* offsets, i64 n_strings, i64 n_bytes, i64 c,
+                                              const u8* cuts, const int* table, const u8* accepting, int n_states,
+                                              u32 space, int* exit_state, i64* last_accept, i64* first_char,
+                                              const int* symbol_at, int sym_width, u8* sym_exit) {
     const i64 begin = c * PT_CHUNK, stop = pt_chunk_end(c, n_bytes);
     if (sym_width > 0)
         symbol_summary(data, offsets, n_strings, begin, stop, symbol_at, sym_width, sym_exit + c * sym_width);
@@ -275,36 +274,54 @@ pretokenize_summary(const u8* __restrict__ data, const i64* __restrict__ offsets
     }
 }
 
-// Thread (K, d): where a match entering super chunk K (chunks K * PT_SUPER on) in state d goes;
-// with user symbols also thread (K, k): where the symbol scan entering it at offset k leaves it.
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-pretokenize_super_summary(i64 n_chunks, int n_states, const int* __restrict__ exit_state,
-                          const i64* __restrict__ last_accept, i64 n_super, int* __restrict__ super_exit,
-                          i64* __restrict__ super_accept, int sym_width, const u8* __restrict__ sym_exit,
-                          u8* __restrict__ super_sym_exit) {
-    const i64 t = global_thread_index();
-    if (t < n_super * sym_width) {  // thread (K, k): the user-symbol scan entering super chunk K at offset k
-        const i64 K = t / sym_width;
-        int k = (int)(t % sym_width);
-        for (i64 j = K * PT_SUPER; j < min((K + 1) * PT_SUPER, n_chunks); ++j) {
+
+// The block's PT_SUPER chunks are super chunk K = blockIdx.x (GT_BLOCK == PT_SUPER): once their
+// summaries are written, thread d < n_states composes where a match entering K in state d goes, and
+// thread n_states + k (k < sym_width) where the symbol scan entering K at offset k leaves it (a
+// thread does both only when n_states + sym_width > GT_BLOCK, a symbol of over 240 bytes).
+static_assert(GT_BLOCK == PT_SUPER, "pretokenize_summary composes a block's chunks into its super chunk");
+
+__device__ __forceinline__ void compose_super_chunk(i64 K, i64 n_chunks, int n_states, const int* exit_state,
+                                                    const i64* last_accept, int* super_exit, i64* super_accept,
+                                                    int sym_width, const u8* sym_exit, u8* super_sym_exit) {
+    const i64 last = min((K + 1) * PT_SUPER, n_chunks);
+    const int t = (int)threadIdx.x;
+    if (t < n_states) {
+        int state = t == PT_DEAD ? PT_STOP : t;
+        i64 accept = -1;
+        for (i64 k = K * PT_SUPER; k < last && state != PT_STOP; ++k) {
             GT_STEP();
-            k = sym_exit[j * sym_width + k];
+            const i64 at = k * n_states + state;
+            if (last_accept[at] >= 0) accept = last_accept[at];
+            state = exit_state[at];
         }
-        super_sym_exit[t] = (u8)k;
+        super_exit[K * n_states + t] = state;
+        super_accept[K * n_states + t] = accept;
     }
-    if (t >= n_super * n_states) return;
-    const i64 K = t / n_states;
-    int state = (int)(t % n_states);
-    i64 accept = -1;
-    if (state == PT_DEAD) state = PT_STOP;
-    for (i64 k = K * PT_SUPER; k < min((K + 1) * PT_SUPER, n_chunks) && state != PT_STOP; ++k) {
-        GT_STEP();
-        const i64 at = k * n_states + state;
-        if (last_accept[at] >= 0) accept = last_accept[at];
-        state = exit_state[at];
+    for (int k = (t - n_states + GT_BLOCK) % GT_BLOCK; k < sym_width; k += GT_BLOCK) {
+        int at = k;
+        for (i64 j = K * PT_SUPER; j < last; ++j) {
+            GT_STEP();
+            at = sym_exit[j * sym_width + at];
+        }
+        super_sym_exit[K * sym_width + k] = (u8)at;
     }
-    super_exit[t] = state;
-    super_accept[t] = accept;
+}
+
+// Thread c: chunk c's summary (above); then its block composes its super chunk's.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+pretokenize_summary(const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_strings, i64 n_bytes,
+                    i64 n_chunks, const u8* __restrict__ cuts, const int* __restrict__ table,
+                    const u8* __restrict__ accepting, int n_states, u32 space, int* __restrict__ exit_state,
+                    i64* __restrict__ last_accept, i64* __restrict__ first_char, const int* __restrict__ symbol_at,
+                    int sym_width, u8* __restrict__ sym_exit, int* __restrict__ super_exit,
+                    i64* __restrict__ super_accept, u8* __restrict__ super_sym_exit) {
+    const i64 c = global_thread_index();
+    if (c < n_chunks) chunk_summary(data, offsets, n_strings, n_bytes, c, cuts, table, accepting, n_states, space,
+                                    exit_state, last_accept, first_char, symbol_at, sym_width, sym_exit);
+    __syncthreads();  // the block's chunk summaries, written to global memory, are visible to the block
+    compose_super_chunk(blockIdx.x, n_chunks, n_states, exit_state, last_accept, super_exit, super_accept, sym_width,
+                        sym_exit, super_sym_exit);
 }
 
 // The string crossing the end of chunk c (-1 when none).

@@ -26,7 +26,7 @@ def pretokenize_marks(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any, word
     character starts a Han pre-token too. No host read: the output has the input's size.
 
     Chunk-parallel (``cuda/pre_tokenizer.cu``): cuts (and the words' marks), DFA summaries per
-    chunk and per ``SUPER`` chunks, the chain of
+    chunk and per ``SUPER`` chunks (one launch), the chain of
     pre-token starts followed per chunk (speculative, joined, strings whose chains did not meet
     redone exactly), then the starts marked."""
     return _scan(rt, data, offsets, dfa, None, word_marks)[0]
@@ -84,12 +84,9 @@ def _scan(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any, symbols: tuple |
     scan = (data, offsets, i64(n_strings), i64(n_bytes), i64(n_chunks), cuts, table, accepting, np.int32(n_states),
             space, exit_state, last_accept, first_char, super_exit, super_accept, symbol_at, np.int32(sym_width),
             sym_exit, super_sym_exit)
+    # a block's chunks are one super chunk (BLOCK == SUPER), which it composes after their summaries
     launch(rt.function("pre_tokenizer", "pretokenize_summary"), grid,
-           (*scan[:13], symbol_at, np.int32(sym_width), sym_exit))
-    launch(rt.function("pre_tokenizer", "pretokenize_super_summary"),
-           blocks_for(n_super * max(n_states, sym_width), BLOCK),
-           (i64(n_chunks), np.int32(n_states), exit_state, last_accept, i64(n_super), super_exit, super_accept,
-            np.int32(sym_width), sym_exit, super_sym_exit))
+           (*scan[:13], symbol_at, np.int32(sym_width), sym_exit, super_exit, super_accept, super_sym_exit))
     launch(rt.function("pre_tokenizer", "pretokenize_land"), grid, (*scan, land, first_marked))
     launch(rt.function("pre_tokenizer", "pretokenize_join"), grid, (*scan, land, exits, entries, first_marked))
     launch(rt.function("pre_tokenizer", "pretokenize_resolve"), blocks_for(n_strings, BLOCK),
