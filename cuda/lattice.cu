@@ -139,16 +139,19 @@ lattice_emit(const i64* __restrict__ span_starts, const i64* __restrict__ span_e
 //   lattice_estimate  (twice) per piece: a solve per entry from its rough head, then from the first
 //                     pass's estimate; last block: estimates and errors (a step per piece).
 //   lattice_settle    per (piece, class): one class solve (at most two, around a binade edge).
-//   lattice_settle_front  per (piece with a forced cut, entry, class): one class solve.
+//   lattice_settle_front  per (piece with a forced cut, entry, class): one class solve; per (group of
+//                     anchors, guess): the guess's walks over the segments in the group (at most a
+//                     group of steps, about sqrt(anchors); below).
 //   lattice_zone_split    per piece with a forced cut: where its scores cross one binade edge, its
 //                     zone (two passes from the estimates) and the frontiers at the zone's ends.
 //   lattice_settle_zone   per (split piece, entry, class of 2): a class solve of each part.
 //   lattice_resolve   per long span: from its start, each piece's exact head (or entries) by its table
-//                     (a step per piece; a split piece's zone solved exactly), an exact solve where
-//                     no valid entry exists.
+//                     (a jump per segment where a guess's walk matches, else a step per piece; a split
+//                     piece's zone solved exactly), an exact solve where no valid entry exists.
 //   lattice_finish    per piece: the exact solve from its exact head or entries (table-settled
-//                     pieces), from each exit the route back to its start (entry, tokens); last
-//                     block: each piece's exit and tokens before it (three steps per piece).
+//                     pieces; one jumped over: its guess's head plus the jump's shift), from each exit
+//                     the route back to its start (entry, tokens); last block: each piece's exit and
+//                     tokens before it (three steps per piece).
 //   lattice_emit_pieces  per piece: its tokens from its exit (a step per token).
 #define GT_LSLOT_I 9  // start, end, next, previous, state, span, tokens, tokens of the earlier pieces, exit
 #define GT_LSLOT_F 18 // value from head 0, lowest, highest, estimate, error, exact head, delta per class,
@@ -1051,16 +1054,134 @@ lattice_settle(LATTICE_ARGS, i64 n_slots, const i64* __restrict__ slot_i, double
     }
 }
 
+// ---- the span's walk in segments (no thread steps through a whole long span)
+// lattice_resolve's walk applies each piece's table to its exact head in turn, x' = x + delta[class
+// of x], a step per piece. Its pieces are grouped into segments (the pieces at anchors of one group
+// of `group` anchors, a power of two next to sqrt(anchors)), and each segment is walked ahead from
+// guesses in parallel (lattice_settle_front's first threads, one per group and guess): guess q's
+// walk starts at a scalar piece v from x_g = (its estimate rounded down to a multiple of the modulus
+// M = 16 units of its binade) + q units and applies the tables as lattice_resolve does, until a
+// piece whose table does not apply (or a split piece, a forced cut, a table of classes wider than
+// M, the segment's end: its stop); after a stop a new walk starts at the next scalar piece. Per
+// walk: the largest |s| (slack) for which every x_g + s it passed and its exit keep their binade
+// and class, the estimate's error and each sum's exactness (|s| within each value's room in its
+// binade, every spacing and class width dividing M). lattice_resolve at a walk's start v with exact
+// head x jumps to its stop when s = x - x_g is exact, a multiple of M and |s| <= slack: the exit
+// plus s there, bit for bit the steps it skips (each applied its table to x_g + s: the same binade,
+// class and delta, the sum x_g + s + delta exact). lattice_finish gives each piece jumped over its
+// guess's x plus the jump's s. A span's walk: a jump per segment where a guess matches, a step per
+// piece where none does (pieces with forced cuts: a step each, as before).
+#define GT_LGUESSES 16
+#define GT_LSPEC_X 0                                // guess q's x at this piece
+#define GT_LSPEC_EXIT GT_LGUESSES                   // a walk's start: its x at its stop
+#define GT_LSPEC_SLACK (2 * GT_LGUESSES)            // a walk's start: the largest |s| it allows
+#define GT_LSPEC_MOD (3 * GT_LGUESSES)              // a walk's start: its modulus M
+#define GT_LSPEC_SHIFT (4 * GT_LGUESSES)            // the s lattice_resolve jumped by from here
+#define GT_LSPEC_F (4 * GT_LGUESSES + 1)
+#define GT_LSPEC_STOP 0                             // per guess: its walk's stop from here (-2: no walk starts here)
+#define GT_LSPEC_START GT_LGUESSES                  // per guess: the start of its walk over this piece (-1: none)
+#define GT_LSPEC_JUMP (2 * GT_LGUESSES)             // the guess lattice_resolve jumped by from here (-1: none)
+#define GT_LSPEC_I (2 * GT_LGUESSES + 1)
+
+// A scalar piece's table step from x (floats: its slot_f, cls: its class_i): x + delta[class of x],
+// NaN where the table does not apply (another binade, out of the estimate's error, no delta, an
+// inexact sum).
+__device__ __forceinline__ double lattice_table_at(double x, const double* floats, const i64* cls_i, int precision) {
+    const int e = (int)cls_i[0], classes = (int)cls_i[1];
+    if (!(classes > 0 && lattice_binade(x) == e && fabs(x - floats[3]) <= floats[4])) return nan("");
+    const int cls = (int)((long long)ldexp(x, precision - e) & (long long)(classes - 1));
+    const double delta = floats[6 + cls];
+    const double sum = x + delta;
+    return !isnan(delta) && lattice_exact_sum(x, delta, sum) ? sum : nan("");
+}
+
+// How far y may shift by multiples of `modulus` keeping its binade (y + s exactly representable):
+// -1 when y is not finite and nonzero or its spacing does not divide the modulus.
+__device__ __forceinline__ double lattice_room(double y, double modulus, int precision) {
+    if (!(isfinite(y) && y != 0.0)) return -1.0;
+    const int f = lattice_binade(y);
+    const double spacing = ldexp(1.0, f - precision), size = fabs(y);
+    if (spacing > modulus) return -1.0;
+    return fmin(size - ldexp(1.0, f - 1), ldexp(1.0, f) - spacing - size);
+}
+
+// A walk's end at `stop` (its x there, the slack of the pieces it passed).
+__device__ __forceinline__ void lattice_walk_end(double* spec_f, i64* spec_i, i64 v, int q, i64 stop, double x,
+                                                 double slack, double modulus, int precision) {
+    spec_i[GT_LSPEC_I * v + GT_LSPEC_STOP + q] = stop;
+    spec_f[GT_LSPEC_F * v + GT_LSPEC_EXIT + q] = x;
+    spec_f[GT_LSPEC_F * v + GT_LSPEC_SLACK + q] = fmin(slack, lattice_room(x, modulus, precision));
+    spec_f[GT_LSPEC_F * v + GT_LSPEC_MOD + q] = modulus;
+}
+
+// Guess q's walks over the segment headed by piece k (the first of its span's pieces in k's group).
+__device__ __forceinline__ void lattice_guess_walks(const i64* slot_i, const double* slot_f, const i64* class_i,
+                                                    i64 n_anchors, i64 group, i64 k, int q, int precision,
+                                                    double* spec_f, i64* spec_i) {
+    i64 v = -1;  // the current walk's start (-1: none)
+    double x = 0.0, slack = 0.0, modulus = 0.0;
+    i64 t = k;
+    for (; t >= 0 && t < n_anchors && t / group == k / group; t = slot_i[GT_LSLOT_I * t + 2]) {
+        GT_STEP();
+        const double* floats = slot_f + GT_LSLOT_F * t;
+        const bool scalar = slot_i[GT_LSLOT_I * t + 4] == GT_LSLOT_PENDING && class_i[4 * t + 2] < 0;
+        spec_i[GT_LSPEC_I * t + GT_LSPEC_STOP + q] = -2;
+        spec_i[GT_LSPEC_I * t + GT_LSPEC_START + q] = -1;
+        if (q == 0) spec_i[GT_LSPEC_I * t + GT_LSPEC_JUMP] = -1;
+        if (v < 0 && scalar) {
+            const double unit = ldexp(1.0, lattice_binade(floats[3]) - precision);
+            modulus = GT_LGUESSES * unit;
+            x = floor(floats[3] / modulus) * modulus + q * unit;
+            slack = -GT_LATTICE_NEG_INF;
+            v = t;
+        }
+        if (v < 0) continue;
+        const double next = scalar ? lattice_table_at(x, floats, class_i + 4 * t, precision) : nan("");
+        const double width = class_i[4 * t + 1] * ldexp(1.0, (int)class_i[4 * t] - precision);
+        if (isnan(next) || width > modulus) {  // piece t is lattice_resolve's step; a new walk after it
+            lattice_walk_end(spec_f, spec_i, v, q, t, x, slack, modulus, precision);
+            v = -1;
+            continue;
+        }
+        // every x_g + s within the error too (rounding of the margin: a few ulps of the error)
+        const double margin = floats[4] - fabs(x - floats[3]) - ldexp(floats[4], -48);
+        slack = fmin(slack, fmin(margin, lattice_room(x, modulus, precision)));
+        spec_f[GT_LSPEC_F * t + GT_LSPEC_X + q] = x;
+        spec_i[GT_LSPEC_I * t + GT_LSPEC_START + q] = v;
+        x = next;
+    }
+    if (v >= 0) lattice_walk_end(spec_f, spec_i, v, q, t, x, slack, modulus, precision);
+}
+
+// Guess q's walks over the segments in anchor group j: those its span's pieces in the group make.
+__device__ __noinline__ void lattice_guess_group(const i64* slot_i, const double* slot_f, const i64* class_i,
+                                                 i64 n_anchors, i64 group, i64 j, int q, int precision,
+                                                 double* spec_f, i64* spec_i) {
+    for (i64 k = j * group; k < n_anchors && k < (j + 1) * group; ++k) {
+        GT_STEP();
+        const i64 previous = slot_i[GT_LSLOT_I * k + 3];
+        if (slot_i[GT_LSLOT_I * k + 4] != 0 && (previous >= n_anchors || previous / group != j))
+            lattice_guess_walks(slot_i, slot_f, class_i, n_anchors, group, k, q, precision, spec_f, spec_i);
+    }
+}
+
 // Per thread: one class of one entry of a pending piece with a forced cut at either end (thread
-// (k * GT_LFRONT + entry) * GT_LCLASSES + c): one values-only solve (settle_front).
+// (k * GT_LFRONT + entry) * GT_LCLASSES + c): one values-only solve (settle_front). First, thread
+// j * GT_LGUESSES + q of the first groups' worth: guess q's walks over the segments in anchor group j
+// (lattice_guess_group: at most a group of steps and its anchors; a kernel of its own would be one
+// launch more, the guesses need lattice_settle's tables and lattice_resolve reads them).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 lattice_settle_front(LATTICE_ARGS, i64 n_anchors, i64 n_slots, const i64* __restrict__ slot_i,
                      const int* __restrict__ front_n, const int* __restrict__ front_off, double* __restrict__ vec_f,
-                     i64* __restrict__ vec_i) {
+                     i64* __restrict__ vec_i, const double* __restrict__ slot_f, const i64* __restrict__ class_i,
+                     i64 group, double* __restrict__ spec_f, i64* __restrict__ spec_i) {
     const i64 thread = global_thread_index();
     const i64 k = thread / (GT_LFRONT * GT_LCLASSES);
     const int live = (int)(thread / GT_LCLASSES % GT_LFRONT);
     const int c = (int)(thread % GT_LCLASSES);
+    if (thread < (n_anchors + group - 1) / group * GT_LGUESSES)
+        lattice_guess_group(slot_i, slot_f, class_i, n_anchors, group, thread / GT_LGUESSES,
+                            (int)(thread % GT_LGUESSES), (mode & GT_LATTICE_FLOAT32) ? 24 : 53, spec_f, spec_i);
     if (k >= n_slots || slot_i[GT_LSLOT_I * k + 4] != GT_LSLOT_PENDING_FRONT) return;
     LATTICE_G;
     const LFront in = lattice_front(front_n, front_off, k < n_anchors ? k : -1);
@@ -1190,14 +1311,33 @@ __device__ __forceinline__ void resolve_front(const LatticeArgs& g, i64 s, i64 b
     for (int j = 0; j < GT_LFRONT; ++j) xs[j] = y[j];
 }
 
-// Per thread: one long span: its pieces (a step each) and an exact solve of each piece without a
-// valid table entry; each other piece's exact head goes to slot_f for lattice_finish.
+// lattice_resolve at piece t with exact head x: the stop of a walk from t whose guess matches (the
+// guess and s kept for lattice_finish; x becomes its exit plus s), or -2 (none).
+__device__ __noinline__ i64 lattice_jump(double* spec_f, i64* spec_i, i64 t, double x) {
+    double* f = spec_f + GT_LSPEC_F * t;
+    for (int q = 0; q < GT_LGUESSES; ++q) {
+        const i64 stop = spec_i[GT_LSPEC_I * t + GT_LSPEC_STOP + q];
+        if (stop == -2 || stop == t) continue;
+        const double guess = f[GT_LSPEC_X + q], s = x - guess;
+        if (guess + s == x && lattice_exact_sum(guess, s, x) && fabs(s) <= f[GT_LSPEC_SLACK + q] &&
+            fmod(s, f[GT_LSPEC_MOD + q]) == 0.0) {
+            spec_i[GT_LSPEC_I * t + GT_LSPEC_JUMP] = q;
+            f[GT_LSPEC_SHIFT] = s;
+            return stop;
+        }
+    }
+    return -2;
+}
+
+// Per thread: one long span: its pieces (a jump per segment where a guess's walk matches, else a step
+// per piece) and an exact solve of each piece without a valid table entry; each piece stepped over
+// gets its exact head in slot_f for lattice_finish (a piece jumped over: from its guess's).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK, 4)
 lattice_resolve(LATTICE_ARGS, i64 n_anchors, const u64* __restrict__ counter, const i64* __restrict__ scratch_offsets,
                 i64* __restrict__ slot_i, double* __restrict__ slot_f, const i64* __restrict__ class_i,
                 double* __restrict__ score, i64* __restrict__ route, int* __restrict__ value,
                 const int* __restrict__ front_n, const int* __restrict__ front_off, double* __restrict__ vec_f,
-                const i64* __restrict__ vec_i) {
+                const i64* __restrict__ vec_i, double* __restrict__ spec_f, i64* __restrict__ spec_i) {
     LATTICE_G;
     const i64 n_long = (i64)counter[0];
     const i64 stride = (i64)gridDim.x * blockDim.x;
@@ -1205,12 +1345,21 @@ lattice_resolve(LATTICE_ARGS, i64 n_anchors, const u64* __restrict__ counter, co
     for (i64 r = global_thread_index(); r < n_long; r += stride) {
         const i64 first = n_anchors + r;
         const i64 s = slot_i[GT_LSLOT_I * first + 5], begin = span_starts[s], row = scratch_offsets[s];
-        // exact: the first piece's score at its end (at each position of its end's frontier)
-        double xs[GT_LFRONT];
+        // exact: the first piece's score at its end (at each position of its end's frontier), then the
+        // exits of the pieces with forced cuts, kept in the first piece's vector (its entries are unused:
+        // not in registers, which the walk has none left for)
+        double* xs = vec_f + GT_LVF * first + 48;
         for (int j = 0; j < GT_LFRONT; ++j) xs[j] = vec_f[GT_LVF * first + GT_LFRONT * j];
         double x = slot_f[GT_LSLOT_F * first];
-        for (i64 t = slot_i[GT_LSLOT_I * first + 2]; t >= 0; t = slot_i[GT_LSLOT_I * t + 2]) {
+        for (i64 t = slot_i[GT_LSLOT_I * first + 2], after; t >= 0; t = after) {
             GT_STEP();
+            after = lattice_jump(spec_f, spec_i, t, x);
+            if (after != -2) {
+                const double* f = spec_f + GT_LSPEC_F * t;
+                x = f[GT_LSPEC_EXIT + spec_i[GT_LSPEC_I * t + GT_LSPEC_JUMP]] + f[GT_LSPEC_SHIFT];
+                continue;
+            }
+            after = slot_i[GT_LSLOT_I * t + 2];
             i64* fields = slot_i + GT_LSLOT_I * t;
             double* floats = slot_f + GT_LSLOT_F * t;
             {
@@ -1227,15 +1376,8 @@ lattice_resolve(LATTICE_ARGS, i64 n_anchors, const u64* __restrict__ counter, co
             const int e = (int)class_i[4 * t], classes = (int)class_i[4 * t + 1];
             const i64 c1 = class_i[4 * t + 2], c2 = class_i[4 * t + 3];
             floats[5] = x;
-            double next = nan("");
-            if (c1 == fields[0]) {
-                next = x;  // the zone starts at the head
-            } else if (classes > 0 && lattice_binade(x) == e && fabs(x - floats[3]) <= floats[4]) {
-                const int cls = (int)((long long)ldexp(x, precision - e) & (long long)(classes - 1));
-                const double delta = floats[6 + cls];
-                const double sum = x + delta;
-                if (!isnan(delta) && lattice_exact_sum(x, delta, sum)) next = sum;
-            }
+            // a zone starting at the head: from the head itself
+            double next = c1 == fields[0] ? x : lattice_table_at(x, floats, class_i + 4 * t, precision);
             if (!isnan(next) && classes > 0 && c1 >= 0) {  // a split piece: the zone exactly, then the part after
                 const double y = lattice_values(g, s, c1, c2, next, -1.0, 0, nullptr);
                 next = c2 == fields[1] ? y : nan("");
@@ -1259,17 +1401,27 @@ lattice_resolve(LATTICE_ARGS, i64 n_anchors, const u64* __restrict__ counter, co
 }
 
 // Per thread: one piece of a long span: the exact solve from its exact head (pieces settled by their
-// table) and its token count, added to its span's. The launch's last block then walks each long span
-// (a thread per span, a step per piece): each piece's tokens before it in its span.
+// table; a piece lattice_resolve jumped over: its guess's x plus the jump's s) and its token count,
+// added to its span's. The launch's last block then walks each long span (a thread per span, a step
+// per piece): each piece's tokens before it in its span.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK, 4)
 lattice_finish(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ counter,
                const i64* __restrict__ scratch_offsets, i64* __restrict__ slot_i, const double* __restrict__ slot_f,
                double* __restrict__ score, i64* __restrict__ route, int* __restrict__ value,
                unsigned long long* __restrict__ token_counts, const int* __restrict__ front_n,
-               const int* __restrict__ front_off, const double* __restrict__ vec_f, i64* __restrict__ vec_i) {
+               const int* __restrict__ front_off, const double* __restrict__ vec_f, i64* __restrict__ vec_i,
+               const double* __restrict__ spec_f, const i64* __restrict__ spec_i) {
     LATTICE_G;
     const i64 k = global_thread_index();
     i64* fields = slot_i + GT_LSLOT_I * (k < n_slots ? k : 0);
+    double head = k < n_slots ? slot_f[GT_LSLOT_F * k + 5] : 0.0;
+    for (int q = 0; q < GT_LGUESSES && k < n_slots && fields[4] == GT_LSLOT_PENDING; ++q) {
+        const i64 v = spec_i[GT_LSPEC_I * k + GT_LSPEC_START + q];  // guess q's walk over it, the one jumped by
+        if (v >= 0 && spec_i[GT_LSPEC_I * v + GT_LSPEC_JUMP] == q) {
+            head = spec_f[GT_LSPEC_F * k + GT_LSPEC_X + q] + spec_f[GT_LSPEC_F * v + GT_LSPEC_SHIFT];
+            fields[4] = GT_LSLOT_CERTAIN;
+        }
+    }
     if (k < n_slots && (fields[4] == GT_LSLOT_CERTAIN || fields[4] == GT_LSLOT_EXACT)) {
         const i64 s = fields[5], begin = span_starts[s], row = scratch_offsets[s];
         const LFront in = lattice_front(front_n, front_off, k < n_anchors ? k : -1);
@@ -1277,7 +1429,7 @@ lattice_finish(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ count
         if (fields[4] == GT_LSLOT_CERTAIN) {  // from its exact entries (a forced cut at either end) or head
             const bool vector = in.n > 1 || out.n > 1;
             const double* xs = vec_f + GT_LVF * k + 48;
-            lattice_solve(g, s, begin, fields[0], fields[1], vector ? xs[in.n - 1] : slot_f[GT_LSLOT_F * k + 5],
+            lattice_solve(g, s, begin, fields[0], fields[1], vector ? xs[in.n - 1] : head,
                           score + row, route + row, value + row, vector ? &in : nullptr, xs);
         }
         // From each exit back to the piece's start: the entry the path leaves by, and its tokens.

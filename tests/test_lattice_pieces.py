@@ -59,6 +59,21 @@ def test_pieces_equal_the_numba_twin(monkeypatch, chunk, fallback, cap, mode):
         assert_same(run(be, trie, weights, data, starts, ends, fallback, cap, mode), want)
 
 
+def han_span(megabytes: int, mode: int):
+    """A span of ``megabytes`` MB of Chinese-like text (a pre-token without spaces; 8 characters under
+    120 words of 1-3 of them) and a short one after it: trie, weights, data, span starts and ends."""
+    rng = np.random.default_rng(5)
+    han = ["你", "好", "世", "界", "中", "文", "分", "词"]
+    words = sorted({"".join(rng.choice(han, int(rng.integers(1, 4)))) for _ in range(120)})
+    trie = DoubleArrayTrie.build(words, np.arange(len(words), dtype=np.int32))
+    weights = -(rng.random(len(words)) * 12 + 1)
+    if mode & FLOAT32:
+        weights = weights.astype(np.float32).astype(np.float64)
+    text = "".join(rng.choice(han, (megabytes << 20) // 3)).encode()
+    data = np.frombuffer(text + "分词".encode(), np.uint8).copy()
+    return trie, weights, data, np.array([0, len(text)], np.int64), np.array([len(text), data.size], np.int64)
+
+
 @pytest.mark.parametrize("mode", [0, UNIGRAM])
 def test_one_megabyte_span(mode):
     """A 1 MB span of Chinese-like text (a pre-token without spaces): the Numba twin's tokens, and
@@ -68,17 +83,7 @@ def test_one_megabyte_span(mode):
     import gpu_text.cuda_ops.lattice as launchers
     from tests.emulated_backend import emulated_backend
 
-    rng = np.random.default_rng(5)
-    han = ["你", "好", "世", "界", "中", "文", "分", "词"]
-    words = sorted({"".join(rng.choice(han, int(rng.integers(1, 4)))) for _ in range(120)})
-    trie = DoubleArrayTrie.build(words, np.arange(len(words), dtype=np.int32))
-    weights = -(rng.random(len(words)) * 12 + 1)
-    if mode & FLOAT32:
-        weights = weights.astype(np.float32).astype(np.float64)
-    text = "".join(rng.choice(han, (1 << 20) // 3)).encode()
-    data = np.frombuffer(text + "分词".encode(), np.uint8).copy()
-    starts = np.array([0, len(text)], np.int64)
-    ends = np.array([len(text), data.size], np.int64)
+    trie, weights, data, starts, ends = han_span(1, mode)
     want = run(get_backend("cpu"), trie, weights, data, starts, ends, -20.0, 0, mode)
     be = emulated_backend()
     assert_same(run(be, trie, weights, data, starts, ends, -20.0, 0, mode), want)

@@ -21,6 +21,10 @@ SLOT_FLOATS = 18
 FRONT = 4
 VEC_FLOATS = 52 + FRONT * FRONT * CLASSES + 4 * FRONT * FRONT + 2 * FRONT
 VEC_INTS = 24
+# cuda/lattice.cu's GT_LGUESSES, GT_LSPEC_F and GT_LSPEC_I: the guesses' walks over segments of pieces.
+GUESSES = 16
+SPEC_FLOATS = 4 * GUESSES + 1
+SPEC_INTS = 2 * GUESSES + 1
 
 
 def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any, edge_starts: Any,
@@ -80,6 +84,9 @@ def _solve_paths(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any,
         front_n, front_off = xp.empty(n_anchors, xp.int32), xp.empty(FRONT * n_anchors, xp.int32)
         vec_f, vec_i = xp.empty(VEC_FLOATS * n_slots, xp.float64), xp.empty(VEC_INTS * n_slots, xp.int64)
         fronts = (front_n, front_off)
+        # segments: the pieces at the anchors of a group of about sqrt(anchors), walked ahead per guess
+        group = 1 << (n_anchors.bit_length() // 2)
+        spec = (xp.empty(SPEC_FLOATS * n_slots, xp.float64), xp.empty(SPEC_INTS * n_slots, xp.int64))
         scratch = (score, route, value)
         launch(rt.function("lattice", "lattice_long_edges"), blocks_for(n_edges, BLOCK),
                (edge_starts, edge_ends, i64(n_edges), span_edge_offsets, i64(n), long_edge))
@@ -94,17 +101,18 @@ def _solve_paths(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any,
         launch(rt.function("lattice", "lattice_settle"), blocks_for(n_slots * CLASSES, BLOCK),
                (*lattice, i64(n_slots), slot_i, slot_f, class_i))
         launch(rt.function("lattice", "lattice_settle_front"), blocks_for(n_slots * FRONT * CLASSES, BLOCK),
-               (*lattice, i64(n_anchors), i64(n_slots), slot_i, *fronts, vec_f, vec_i))
+               (*lattice, i64(n_anchors), i64(n_slots), slot_i, *fronts, vec_f, vec_i, slot_f, class_i, i64(group),
+                *spec))
         launch(rt.function("lattice", "lattice_zone_split"), blocks_for(n_slots, BLOCK),
                (*lattice, i64(n_anchors), i64(n_slots), slot_i, *fronts, vec_f, vec_i))
         launch(rt.function("lattice", "lattice_settle_zone"), blocks_for(n_slots * FRONT * 2, BLOCK),
                (*lattice, i64(n_anchors), i64(n_slots), slot_i, *fronts, vec_f, vec_i))
         launch(rt.function("lattice", "lattice_resolve"), min(blocks_for(n_anchors, BLOCK), LIST_BLOCKS),
                (*lattice, i64(n_anchors), counter, scratch_offsets, slot_i, slot_f, class_i, *scratch, *fronts, vec_f,
-                vec_i))
+                vec_i, *spec))
         launch(rt.function("lattice", "lattice_finish"), blocks_for(n_slots, BLOCK),
                (*lattice, i64(n_anchors), i64(n_slots), counter, scratch_offsets, slot_i, slot_f, *scratch, counts,
-                *fronts, vec_f, vec_i))
+                *fronts, vec_f, vec_i, *spec))
     launch(rt.function("lattice", "lattice_route"), blocks_for(n, BLOCK),
            (*lattice, scratch_offsets, score, route, value, counts, i64(long_bytes)))
     xp.cumsum(counts, out=token_offsets[1:])
