@@ -17,6 +17,7 @@
 // The pre-tokens come as start/end arrays or, for whole texts (bpe_pre_tokens), from per-byte marks
 // whose count stays on the device: the grids are then sized by the byte count, which bounds it.
 #include "utf8.cuh"
+#include "lookback.cuh"
 #include "merge_tables.cuh"
 #include "step_counter.cuh"
 
@@ -99,25 +100,22 @@ __device__ __forceinline__ i64 tokens_found(i64 n_tokens, const i64* n_found, in
 }
 
 // Pre-tokens from per-byte marks (non-zero at every start; each one ends where the next starts, the
-// last at the end of the data): rank is the inclusive sum of (marks != 0). Threads r <= n_rows
-// write row_first[r], the number of pre-tokens before text row r (row_starts: the texts' byte
-// offsets). Also zeroes the counts of long and medium pre-tokens and writes the count of pre-tokens.
+// last at the end of the data), packed in order: a thread per byte p <= n_bytes, its pre-token's
+// number the count of marks before p by a decoupled look-back scan (lookback.cuh; status: 1 +
+// gridDim.x zeros). Thread n_bytes writes the count of pre-tokens and the last one's end.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-bpe_pre_tokens(const u8* __restrict__ marks, const i64* __restrict__ rank, i64 n_bytes,
-               const i64* __restrict__ row_starts, i64 n_rows, i64* __restrict__ token_starts,
-               i64* __restrict__ token_ends, i64* __restrict__ row_first, unsigned long long* __restrict__ n_long,
-               i64* __restrict__ n_found) {
-    const i64 p = global_thread_index();
-    if (p == 0) {
-        n_long[0] = n_long[1] = 0;
-        *n_found = n_bytes > 0 ? rank[n_bytes - 1] : 0;
-    }
-    if (p <= n_rows) row_first[p] = row_starts[p] > 0 ? rank[row_starts[p] - 1] : 0;
-    if (p >= n_bytes || marks[p] == 0) return;
-    const i64 k = rank[p] - 1;
-    token_starts[k] = p;
-    if (k > 0) token_ends[k - 1] = p;
-    if (k == rank[n_bytes - 1] - 1) token_ends[k] = n_bytes;
+bpe_pre_tokens(const u8* __restrict__ marks, i64 n_bytes, u64* __restrict__ status, i64* __restrict__ token_starts,
+               i64* __restrict__ token_ends, i64* __restrict__ n_found) {
+    __shared__ i64 scratch[GT_WARPS];
+    __shared__ i64 tile_slot, prior;
+    const i64 tile = lookback_tile(status, &tile_slot);
+    const i64 p = tile * GT_BLOCK + threadIdx.x;
+    const i64 flag = p < n_bytes && marks[p] != 0;
+    i64 total;
+    const i64 k = lookback_prefix(flag, status, tile, scratch, &prior, &total);
+    if (flag) token_starts[k] = p;
+    if ((flag || p == n_bytes) && k > 0) token_ends[k - 1] = p;
+    if (p == n_bytes) *n_found = k;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -643,14 +641,15 @@ __device__ void emit_long_pre_tokens(i64 block, i64 n_blocks, const u8* data, co
 
 // Ids and spans of the short and medium pre-tokens, a thread each in the first short_blocks
 // blocks; the blocks after them take the long ones (emit_long_pre_tokens). Threads r <= n_rows
-// also write row_offsets[r], the first id of text row r (row_first as in bpe_pre_tokens; n_rows =
-// -1 when there are no rows).
+// also write row_offsets[r], the first id of text row r: that of its first pre-token, the first
+// one starting at or after row_starts[r] (a binary search of the ascending starts; n_rows = -1
+// when there are no rows).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 bpe_emit(const u8* __restrict__ data, const i64* __restrict__ token_starts, const i64* __restrict__ token_ends,
          i64 n_tokens, const i64* __restrict__ n_found, int has_found, GT_MODEL_PARAMS,
          const int* __restrict__ sym_len, const int* __restrict__ sym_next, const int* __restrict__ sym_id,
          const i64* __restrict__ out_offsets, i64 long_bytes, int* __restrict__ ids, i64* __restrict__ id_starts,
-         i64* __restrict__ id_ends, const i64* __restrict__ row_first, i64 n_rows, i64* __restrict__ row_offsets,
+         i64* __restrict__ id_ends, const i64* __restrict__ row_starts, i64 n_rows, i64* __restrict__ row_offsets,
          i64 short_blocks, const i64* __restrict__ long_list, const unsigned long long* __restrict__ n_long,
          const int* __restrict__ sym_prev, const int* __restrict__ symbol_at, int has_symbols) {
     __shared__ i64 scan_scratch[GT_WARPS];
@@ -662,8 +661,9 @@ bpe_emit(const u8* __restrict__ data, const i64* __restrict__ token_starts, cons
         return;
     }
     const i64 t = global_thread_index();
-    if (t <= n_rows) row_offsets[t] = out_offsets[row_first[t]];
-    if (t >= tokens_found(n_tokens, n_found, has_found)) return;
+    const i64 found = tokens_found(n_tokens, n_found, has_found);
+    if (t <= n_rows) row_offsets[t] = out_offsets[offsets_lower_bound(token_starts, found - 1, row_starts[t])];
+    if (t >= found) return;
     const Model m = GT_MODEL;
     const i64 begin = token_starts[t], end = token_ends[t];
     const int n = (int)(end - begin);

@@ -42,8 +42,7 @@ def _merge_and_emit(rt: KernelRuntime, data: Any, token_starts: Any, token_ends:
     emits the pre-tokens ``[token_starts[k], token_ends[k])``: at most ``n_tokens`` of them;
     ``found`` = (device count, 1) when the device holds their number, else (any array, 0).
     ``n_long`` (two uint64: the long and the medium pre-tokens' counts) is zeroed. ``rows``: the
-    number of pre-tokens before every text row (``bpe_pre_tokens``), to give the first id of every
-    row too. ``symbol_at``: per byte, non-zero where a pre-token is a user symbol (its piece id << 8
+    texts' byte offsets, to give the first id of every row too (the pre-tokens ascend). ``symbol_at``: per byte, non-zero where a pre-token is a user symbol (its piece id << 8
     | its length, ``pretokenize_symbol_marks``), which gives that one id. One host read: the number
     of ids. Returns ids, their spans, the per-pre-token offsets and the row offsets (or None)."""
     xp = rt.xp
@@ -123,22 +122,20 @@ def bpe_encode_rows(rt: KernelRuntime, data: Any, offsets: Any, marks: Any, stat
     ``pretokenize_symbol_marks``' marks): a pre-token starting where it is non-zero is a user
     symbol, the one id ``symbol_at[start] >> 8``.
 
-    The pre-tokens are found on the device and their number stays there (the grids are sized by
-    the byte count, which bounds it): one host read, the number of ids."""
+    The pre-tokens are found on the device (packed by ``bpe_pre_tokens``' look-back scan) and their
+    number stays there (the grids are sized by the byte count, which bounds it): one host read, the
+    number of ids."""
     xp = rt.xp
     n_bytes = int(data.size)
-    rank = xp.cumsum(marks != 0, dtype=xp.int64)  # inclusive: the pre-tokens up to each byte
     token_starts = xp.empty(n_bytes, xp.int64)
     token_ends = xp.empty(n_bytes, xp.int64)
-    n_long = xp.empty(2, xp.uint64)
-    n_rows = offsets.size - 1
-    row_first = xp.empty(n_rows + 1, xp.int64)
-    # the count rides along in a copy of rank's last entry (rank itself is freed before the merge)
+    grid = blocks_for(n_bytes + 1, BLOCK)
+    # one zero fill: the look-back status, the long and medium pre-tokens' counts
+    zeroed = xp.zeros(1 + grid + 2, xp.uint64)
+    status, n_long = zeroed[:1 + grid], zeroed[1 + grid:]
     count = xp.empty(1, xp.int64)
-    launch(rt.function("bpe", "bpe_pre_tokens"), blocks_for(max(n_bytes, n_rows + 1), BLOCK),
-           (marks, rank, i64(n_bytes), offsets, i64(n_rows), token_starts, token_ends, row_first, n_long, count))
-    del rank
+    launch(rt.function("bpe", "bpe_pre_tokens"), grid, (marks, i64(n_bytes), status, token_starts, token_ends, count))
     ids, id_starts, id_ends, _, row_offsets = _merge_and_emit(
         rt, data, token_starts, token_ends, n_bytes, (count, np.int32(1)), _model(rt, scores, byte_ids, unk_id, tables),
-        n_long, row_first, symbol_at)
+        n_long, offsets, symbol_at)
     return ids, id_starts, id_ends, row_offsets
