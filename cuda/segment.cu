@@ -288,9 +288,13 @@ __device__ void byte_marks(const u8* data, i64 n, const i64* offsets, i64 n_rows
 // A piece ends at a cut point (no word crosses it: every path passes there, so the route value at
 // the cut is all the piece needs of its future) or, where an anchor's window [anchor, anchor + chunk)
 // holds no cut point (a run like 一一一... under the word 一一), at a forced cut b: the first character
-// start from the window's middle. Words cross b, so the piece needs the route values at its
-// frontier: b and the ends of the words that cross b (at most GT_FRONT_MAX, offsets from b kept per
-// anchor). Pieces stay at least half a chunk long, so a piece's frontier lies inside the next piece.
+// start from the window's middle, or one of the few after it where that one's frontier is too wide.
+// Words cross b, so the piece needs the route values at its frontier: b and the ends of the words
+// that cross b (at most GT_FRONT_MAX, offsets from b kept per anchor). b + the longest word's bytes
+// stays inside the window, so a piece's frontier lies inside the next piece. Where every try's
+// frontier is too wide (a run where more than GT_FRONT_MAX - 1 word ends cross every boundary) the
+// anchor has no cut and the piece goes on to the next anchor's: exact, but its thread's work grows
+// with the uncut stretch.
 #define GT_FRONT_MAX 4
 #define GT_CLASSES_MAX 8
 #define GT_RING 128  // a values-only solve keeps the last GT_RING values: a longer word gets no table
@@ -312,9 +316,50 @@ __device__ __forceinline__ Front front_of(const int* front_n, const int* front_o
     return f;
 }
 
+#define GT_CUT_TRIES 8  // character starts an anchor tries for a forced cut whose frontier is narrow enough
+
+// The frontier of a forced cut at b (the ends of the words crossing it, as offsets from b, after 0)
+// into offs (GT_FRONT_MAX of them); its size, or 0 where it is wider: the longest word's bytes before
+// b with one trie walk each.
+__device__ __forceinline__ int cut_frontier(const int* state, const int* check, const u8* label, const u8* eow, int trie_size,
+                                            const u8* data, Row row, i64 b, i64 max_word_bytes, int* offs) {
+    int count = 1;
+    offs[0] = 0;
+    i64 s = b - max_word_bytes;
+    while (!utf8_starts_char(data, s, row.begin, row.end)) ++s;
+    for (; s < b; s += char_at(data, s, row.end).len) {
+        int slot = 0;
+        for (i64 q = s; q < b + max_word_bytes; ++q) {
+            GT_STEP();
+            slot = trie_step(state, check, label, trie_size, slot, data[q]);
+            if (slot < 0) break;
+            if (q + 1 <= b || trie_value(state, check, label, eow, trie_size, slot) < 0) continue;
+            const int off = (int)(q + 1 - b);
+            bool seen = false;
+#pragma unroll
+            for (int k = 0; k < GT_FRONT_MAX; ++k) seen = seen || (k < count && offs[k] == off);
+            if (seen) continue;
+            if (count == GT_FRONT_MAX) return 0;
+            // appended, then moved down to its place (constant indices: offs stays in registers)
+#pragma unroll
+            for (int k = 0; k < GT_FRONT_MAX; ++k) offs[k] = k == count ? off : offs[k];
+            ++count;
+#pragma unroll
+            for (int k = GT_FRONT_MAX - 1; k > 0; --k) {
+                if (k < count && offs[k] < offs[k - 1]) {
+                    const int t = offs[k];
+                    offs[k] = offs[k - 1];
+                    offs[k - 1] = t;
+                }
+            }
+        }
+    }
+    return count;
+}
+
 // Anchor j's cut (segment_marks' last blocks): at most one chunk of character starts past it (plus
-// the longest word's bytes before it), each with one trie walk; where no cut point is found, the
-// longest word's bytes before the forced cut with one trie walk each.
+// the longest word's bytes before it), each with one trie walk; where no cut point is found, a
+// forced cut: up to GT_CUT_TRIES times cut_frontier's walks.
 __device__ void anchor_cut(i64 j, const int* state, const int* check, const u8* label, const u8* eow, int trie_size,
                            int jieba_mode, const u8* data, const i64* offsets, i64 n_rows, i64 chunk_bytes,
                            i64 max_word_bytes, i64 n_anchors, i64* cuts, i64* slot_i, int* front_n, int* front_off) {
@@ -354,36 +399,26 @@ __device__ void anchor_cut(i64 j, const int* state, const int* check, const u8* 
         previous_in_run = in_run;
         p += c.len;
     }
-    // The whole window is in the run: a forced cut b from its middle (b + max_word_bytes stays inside
-    // the window, and so does b - max_word_bytes).
+    // The whole window is in the run: a forced cut b from its middle (b - max_word_bytes stays inside
+    // the window, and so does b + max_word_bytes: the piece after b holds b's frontier), or from one
+    // of the next GT_CUT_TRIES - 1 character starts where the middle's frontier is too wide.
     if (stop != anchor + chunk_bytes || max_word_bytes <= 0 || chunk_bytes < 2 * max_word_bytes + 8) return;
     i64 b = anchor + chunk_bytes / 2;
     while (!utf8_starts_char(data, b, row.begin, row.end)) ++b;
-    int offs[GT_FRONT_MAX];
-    int count = 1;
-    offs[0] = 0;
-    i64 s = b - max_word_bytes;
-    while (!utf8_starts_char(data, s, row.begin, row.end)) ++s;
-    for (; s < b; s += char_at(data, s, row.end).len) {
-        int slot = 0;
-        for (i64 q = s; q < b + max_word_bytes; ++q) {
-            GT_STEP();
-            slot = trie_step(state, check, label, trie_size, slot, data[q]);
-            if (slot < 0) break;
-            if (q + 1 <= b || trie_value(state, check, label, eow, trie_size, slot) < 0) continue;
-            const int off = (int)(q + 1 - b);
-            int at = 0;
-            while (at < count && offs[at] < off) ++at;
-            if (at < count && offs[at] == off) continue;
-            if (count == GT_FRONT_MAX) return;  // too wide a frontier: no cut, the piece goes on
-            for (int k = count; k > at; --k) offs[k] = offs[k - 1];
-            offs[at] = off;
-            ++count;
+    for (int tries = 0; tries < GT_CUT_TRIES && b + max_word_bytes < stop; ++tries) {
+        int offs[GT_FRONT_MAX];
+        const int count = cut_frontier(state, check, label, eow, trie_size, data, row, b, max_word_bytes, offs);
+        if (count > 0) {
+#pragma unroll
+            for (int k = 0; k < GT_FRONT_MAX; ++k) {
+                if (k < count) front_off[GT_FRONT_MAX * j + k] = offs[k];
+            }
+            front_n[j] = count;
+            cuts[j] = b;
+            return;
         }
+        b += char_at(data, b, row.end).len;
     }
-    for (int k = 0; k < count; ++k) front_off[GT_FRONT_MAX * j + k] = offs[k];
-    front_n[j] = count;
-    cuts[j] = b;
 }
 
 // Per thread: one byte (byte_marks) in the first marks_blocks blocks, one anchor (anchor_cut) in the

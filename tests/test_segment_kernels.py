@@ -361,6 +361,39 @@ def test_segment_rows_forced_cuts_with_long_words(monkeypatch, compat):
     assert seen["forced"] >= 10, seen
 
 
+def test_segment_rows_forced_cuts_past_wide_frontiers(monkeypatch):
+    """Random runs of 一 and 丁 under up to 40 words of 2 to 7 of them: words cross nearly every
+    boundary and a forced cut's frontier is often wider than GT_FRONT_MAX positions; an anchor then
+    tries the next character starts (GT_CUT_TRIES) instead of leaving its window uncut (the piece
+    going on over the next chunk). The reference's words; 399 of the 433 anchors cut at a forced
+    cut (320 with only the window's middle)."""
+    import gpu_text.cuda_ops.segment as launchers
+    from tests.emulated_backend import emulated_backend
+
+    monkeypatch.setattr(launchers, "CHUNK_BYTES", 256)
+    seen = {"forced": 0, "anchors": 0}
+    launch = launchers.launch
+
+    def counting_launch(function, grid, args):
+        launch(function, grid, args)
+        if "segment_paths" in repr(function):
+            seen["forced"] += int((host(args[1]) > 1).sum())
+            seen["anchors"] += host(args[1]).size
+
+    monkeypatch.setattr(launchers, "launch", counting_launch)
+    be = emulated_backend()
+    rng = np.random.default_rng(5)
+    for trial in range(8):
+        alphabet = ["一", "丁"]
+        words = {"".join(rng.choice(alphabet, int(rng.integers(2, 8)))) for _ in range(40)}
+        words = sorted(words | {"一一", "丁丁", "一丁", "丁一"})
+        freqs = rng.integers(1, 9, len(words)).astype(np.int64)
+        segmenter = Segmenter(Dictionary(words, freqs, int(freqs.sum()) + 3), compat=None if trial % 2 else "jieba")
+        texts = ["".join(rng.choice(alphabet, int(rng.integers(500, 3000)))) for _ in range(3)]
+        assert_segment_rows_like_reference(segmenter, TextBatch.from_strings(texts), be)
+    assert seen["anchors"] == 433 and seen["forced"] >= 390, seen
+
+
 @pytest.mark.parametrize("compat", [None, "jieba"])
 def test_segment_rows_one_megabyte_news_line(compat):
     """The Han of zh-sogou-news as one unpunctuated 1 MB line, with a dictionary of its two- and
