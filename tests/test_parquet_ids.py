@@ -70,3 +70,20 @@ def test_an_empty_file_and_empty_rows(tmp_path):
     writer.write(RaggedArray(np.zeros(0, np.int32), np.zeros(4, np.int64)))
     writer.close()
     assert pq.read_table(path).column("ids").to_pylist() == [[], [], []]
+
+
+@pytest.mark.parametrize("width", range(1, 19))
+def test_every_bit_width_reads_back(tmp_path, width):
+    # whole groups of eight (packed two words at a time up to 16 bits), runs of 63 groups, tails
+    rng = np.random.default_rng(width)
+    lengths = rng.integers(0, 40, 200)
+    lengths[:3] = [0, 8 * 63 * 2 + 5, 1]
+    values = rng.integers(0, 1 << width, int(lengths.sum())).astype(np.int32)
+    values[-1] = (1 << width) - 1  # the largest id: the width the row group is packed at
+    offsets = np.zeros(lengths.size + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    chunk = RaggedArray(values, offsets)
+    writer = ParquetIdsWriter(str(tmp_path / "w.parquet"))
+    writer.write(chunk)
+    writer.close()
+    assert pq.read_table(tmp_path / "w.parquet").column("ids").to_pylist() == chunk.to_pylist()
