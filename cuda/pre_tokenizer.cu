@@ -25,6 +25,7 @@
 // start, a lookup per chunk or per PT_SUPER chunks), so the speculative chains never start inside
 // a symbol and meet the true one as they do without symbols.
 #include "double_array.cuh"
+#include "lookback.cuh"
 #include "step_counter.cuh"
 #include "utf8.cuh"
 
@@ -74,14 +75,16 @@ __device__ __forceinline__ int longest_symbol(const u8* data, i64 p, i64 end, co
 // cuts[i] = 1 when byte i starts a string or a character that no match can join to the one before,
 // or (sym_width > 0) a character where a user symbol starts; marks[i] = 0, or a dictionary word's
 // mark (above); symbol_at[i] (when sym_width > 0): the longest user symbol at the character starting
-// at i, 0 elsewhere.
+// at i, 0 elsewhere; zeroed[i] = 0 for i < n_zeroed.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 pretokenize_cuts(const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_strings, i64 n_bytes,
                  const u8* __restrict__ joinable, u32 space, u8* __restrict__ cuts, u8* __restrict__ marks,
                  const int* __restrict__ trie_state, const int* __restrict__ trie_check,
                  const u8* __restrict__ trie_label, const u8* __restrict__ trie_eow, int trie_size, int sym_width,
-                 int* __restrict__ symbol_at, const u8* __restrict__ word_marks, int has_words) {
+                 int* __restrict__ symbol_at, const u8* __restrict__ word_marks, int has_words,
+                 u64* __restrict__ zeroed, i64 n_zeroed) {
     const i64 i = global_thread_index();
+    if (i < n_zeroed) zeroed[i] = 0;  // pretokenize_land_join's tile order
     if (i >= n_bytes) return;
     const i64 s = string_of_byte(offsets, n_strings, i);
     const i64 begin = offsets[s], end = offsets[s + 1];
@@ -119,17 +122,17 @@ pretokenize_cuts(const u8* __restrict__ data, const i64* __restrict__ offsets, i
 //                        (PT_SUPER chunks) the same, composed from those: the super summary. A
 //                        match longer than a chunk then costs one lookup per chunk up to the next
 //                        PT_SUPER boundary, one per PT_SUPER chunks, and one per chunk after the last.
-//   pretokenize_land     per chunk: the chain of the string crossing the chunk's end, from the
+//   pretokenize_land_join  per chunk: the chain of the string crossing the chunk's end, from the
 //                        chunk's first character (speculative) or the string's start (exact),
-//                        to its first start past the chunk: land[c].
-//   pretokenize_join     per chunk: the chain from the previous chunk's landing to past the
-//                        chunk: exits[c]; exits[c] != land[c] marks the string.
+//                        to its first start past the chunk: land[c]; then, once the chunk before
+//                        has landed, the chain from that landing to past the chunk: exits[c];
+//                        exits[c] != land[c] marks the string.
 //   pretokenize_resolve  per marked string: its chunks redone in order from the first marked one.
 //   pretokenize_scan     per chunk: marks the pre-token starts of every string piece in it.
 // Chains from different starts meet at the latest at the next cut, usually within a character
 // or two. Per thread: PT_CHUNK characters, plus for a match longer than that at most
-// 2 * PT_SUPER lookups and one per PT_SUPER * PT_CHUNK bytes (64 KiB) it covers (land, join,
-// scan); PT_CHUNK characters for the summary (each updating every DFA state), plus PT_SUPER
+// 2 * PT_SUPER lookups and one per PT_SUPER * PT_CHUNK bytes (64 KiB) it covers (scan; twice
+// that in land_join); PT_CHUNK characters for the summary (each updating every DFA state), plus PT_SUPER
 // lookups for the super summary's composing threads.
 #define PT_CHUNK 256
 #define PT_SUPER 256
@@ -368,40 +371,63 @@ __device__ __forceinline__ i64 symbol_scan_entry(const ScanInput& in, i64 c, i64
     return c * PT_CHUNK + k;
 }
 
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-pretokenize_land(PT_SCAN_PARAMS, i64* __restrict__ land, i64* __restrict__ first_marked) {
-    const i64 c = global_thread_index();
-    if (c >= n_chunks) return;
-    const ScanInput in = PT_SCAN_INPUT;
-    const i64 begin = c * PT_CHUNK, stop = pt_chunk_end(c, n_bytes);
-    for (i64 at = begin; at < stop;) {  // every non-empty string starting here starts unmarked
+// Chunk c's landing: every non-empty string starting in it starts unmarked; land[c] is where the
+// chain of the string crossing the chunk's end (-1 when none) first starts past it.
+__device__ __forceinline__ void land_chunk(const ScanInput& in, i64 c, i64* land, i64* first_marked) {
+    const i64 begin = c * PT_CHUNK, stop = pt_chunk_end(c, in.n_bytes);
+    for (i64 at = begin; at < stop;) {
         GT_STEP();
-        const i64 r = string_of_byte(offsets, n_strings, at);
-        if (offsets[r] >= begin) first_marked[r] = PT_NONE;
-        at = offsets[r + 1];
+        const i64 r = string_of_byte(in.offsets, in.n_strings, at);
+        if (in.offsets[r] >= begin) first_marked[r] = PT_NONE;
+        at = in.offsets[r + 1];
     }
-    const i64 r = pt_crossing_string(offsets, n_strings, n_bytes, c);
+    const i64 r = pt_crossing_string(in.offsets, in.n_strings, in.n_bytes, c);
     if (r < 0) { land[c] = -1; return; }
     // speculative unless the string starts here; with user symbols never inside a symbol
-    const i64 start = offsets[r] >= begin ? offsets[r]
-                      : in.sym_width > 0 ? symbol_scan_entry(in, c, offsets[r]) : first_char[c];
-    land[c] = follow_chain(in, start, stop, offsets[r + 1]);
+    const i64 start = in.offsets[r] >= begin ? in.offsets[r]
+                      : in.sym_width > 0 ? symbol_scan_entry(in, c, in.offsets[r]) : in.first_char[c];
+    land[c] = follow_chain(in, start, stop, in.offsets[r + 1]);
 }
 
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-pretokenize_join(PT_SCAN_PARAMS, const i64* __restrict__ land, i64* __restrict__ exits, i64* __restrict__ entries,
-                 i64* __restrict__ first_marked) {
-    const i64 c = global_thread_index();
-    if (c >= n_chunks) return;
-    const ScanInput in = PT_SCAN_INPUT;
-    const i64 begin = c * PT_CHUNK, stop = pt_chunk_end(c, n_bytes);
-    const i64 first = string_of_byte(offsets, n_strings, begin);
-    if (offsets[first] < begin) entries[c] = land[c - 1];  // a string continued from chunk c - 1
-    const i64 r = pt_crossing_string(offsets, n_strings, n_bytes, c);
-    if (r < 0 || offsets[r] >= begin) return;  // nothing continued crosses: land[c] is exact
-    const i64 exit = follow_chain(in, land[c - 1], stop, offsets[r + 1]);
+// Chunk c's join: its entry (land[c - 1] for a string continued from chunk c - 1) and, for a
+// continued string crossing its end, the chain from there: exits[c]; first_marked[r] gets the
+// first chunk where that differs from the speculative land[c].
+__device__ __forceinline__ void join_chunk(const ScanInput& in, i64 c, const i64* land, i64* exits, i64* entries,
+                                           i64* first_marked) {
+    const i64 begin = c * PT_CHUNK, stop = pt_chunk_end(c, in.n_bytes);
+    const i64 first = string_of_byte(in.offsets, in.n_strings, begin);
+    if (in.offsets[first] < begin) entries[c] = __ldcg(land + c - 1);  // a string continued from chunk c - 1
+    const i64 r = pt_crossing_string(in.offsets, in.n_strings, in.n_bytes, c);
+    if (r < 0 || in.offsets[r] >= begin) return;  // nothing continued crosses: land[c] is exact
+    const i64 exit = follow_chain(in, __ldcg(land + c - 1), stop, in.offsets[r + 1]);
     exits[c] = exit;
     if (exit != land[c]) atomicMin((unsigned long long*)&first_marked[r], (unsigned long long)c);
+}
+
+// Land, then join, in one launch: a block's chunks are a tile in launch order (lookback.cuh's tile
+// counter, order[0]; order: 1 + gridDim.x zeros); after landing them it waits for the tile before it
+// to have landed (order[tile]) and marks its own (order[1 + tile]), so that a join reads the land of
+// the chunk before it, and its atomicMin comes after the unmarking of its string's first chunk,
+// whatever block that was in. A tile waits only on earlier ones, which never wait on it.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+pretokenize_land_join(PT_SCAN_PARAMS, u64* __restrict__ order, i64* __restrict__ land, i64* __restrict__ exits,
+                      i64* __restrict__ entries, i64* __restrict__ first_marked) {
+    __shared__ i64 tile_slot;
+    const i64 tile = lookback_tile(order, &tile_slot);
+    const i64 c = tile * GT_BLOCK + threadIdx.x;
+    const ScanInput in = PT_SCAN_INPUT;
+    if (c < n_chunks) land_chunk(in, c, land, first_marked);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (tile > 0) {
+            while (atomicAdd(&order[tile], 0ull) == 0) __nanosleep(64);
+        }
+        __threadfence();
+        atomicExch(&order[1 + tile], 1ull);
+    }
+    __syncthreads();
+    if (c < n_chunks) join_chunk(in, c, land, exits, entries, first_marked);
 }
 
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)

@@ -169,7 +169,7 @@ def test_symbol_matches_are_sentencepiece_scan(words, texts):
 # ---------------------------------------------------------------- the chunked scan (issue 16)
 CHUNK = 256  # gpu_text.cuda_ops.pre_tokenizer.CHUNK, spelled out so that a change is seen here
 SUPER = 256  # gpu_text.cuda_ops.pre_tokenizer.SUPER
-SCAN_KERNELS = ("pretokenize_cuts", "pretokenize_summary", "pretokenize_land", "pretokenize_join", "pretokenize_resolve",
+SCAN_KERNELS = ("pretokenize_cuts", "pretokenize_summary", "pretokenize_land_join", "pretokenize_resolve",
                 "pretokenize_scan")
 
 

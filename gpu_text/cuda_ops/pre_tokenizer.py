@@ -27,8 +27,8 @@ def pretokenize_marks(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any, word
 
     Chunk-parallel (``cuda/pre_tokenizer.cu``): cuts (and the words' marks), DFA summaries per
     chunk and per ``SUPER`` chunks (one launch), the chain of
-    pre-token starts followed per chunk (speculative, joined, strings whose chains did not meet
-    redone exactly), then the starts marked."""
+    pre-token starts followed per chunk (speculative and joined in one launch, strings whose chains
+    did not meet redone exactly), then the starts marked."""
     return _scan(rt, data, offsets, dfa, None, word_marks)[0]
 
 
@@ -68,10 +68,13 @@ def _scan(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any, symbols: tuple |
         symbol_at = xp.empty(max(n_bytes, 1), xp.int32)
         sym_exit = xp.empty(max(n_chunks * sym_width, 1), xp.uint8)
         super_sym_exit = xp.empty(max(n_super * sym_width, 1), xp.uint8)
-    launch(rt.function("pre_tokenizer", "pretokenize_cuts"), blocks_for(n_bytes, BLOCK),
+    grid = blocks_for(n_chunks, BLOCK)
+    order = xp.empty(1 + grid, xp.uint64)  # pretokenize_land_join's tile order, zeroed by pretokenize_cuts
+    launch(rt.function("pre_tokenizer", "pretokenize_cuts"), blocks_for(max(n_bytes, order.size), BLOCK),
            (data, offsets, i64(n_strings), i64(n_bytes), xp.asarray(dfa.joinable.ravel()), space, cuts, marks,
             *trie, np.int32(trie[0].size), np.int32(sym_width), symbol_at,
-            xp.empty(1, xp.uint8) if word_marks is None else word_marks, np.int32(word_marks is not None)))
+            xp.empty(1, xp.uint8) if word_marks is None else word_marks, np.int32(word_marks is not None), order,
+            i64(order.size)))
     exit_state = xp.empty(n_chunks * n_states, xp.int32)
     last_accept = xp.empty(n_chunks * n_states, xp.int64)
     # per chunk: its first character, land, exits, entries
@@ -79,7 +82,6 @@ def _scan(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any, symbols: tuple |
     super_exit = xp.empty(n_super * n_states, xp.int32)
     super_accept = xp.empty(n_super * n_states, xp.int64)
     first_marked = xp.empty(n_strings, xp.int64)
-    grid = blocks_for(n_chunks, BLOCK)
     table, accepting = xp.asarray(dfa.table.ravel()), xp.asarray(dfa.accepting)
     scan = (data, offsets, i64(n_strings), i64(n_bytes), i64(n_chunks), cuts, table, accepting, np.int32(n_states),
             space, exit_state, last_accept, first_char, super_exit, super_accept, symbol_at, np.int32(sym_width),
@@ -87,8 +89,8 @@ def _scan(rt: KernelRuntime, data: Any, offsets: Any, dfa: Any, symbols: tuple |
     # a block's chunks are one super chunk (BLOCK == SUPER), which it composes after their summaries
     launch(rt.function("pre_tokenizer", "pretokenize_summary"), grid,
            (*scan[:13], symbol_at, np.int32(sym_width), sym_exit, super_exit, super_accept, super_sym_exit))
-    launch(rt.function("pre_tokenizer", "pretokenize_land"), grid, (*scan, land, first_marked))
-    launch(rt.function("pre_tokenizer", "pretokenize_join"), grid, (*scan, land, exits, entries, first_marked))
+    launch(rt.function("pre_tokenizer", "pretokenize_land_join"), grid,
+           (*scan, order, land, exits, entries, first_marked))
     launch(rt.function("pre_tokenizer", "pretokenize_resolve"), blocks_for(n_strings, BLOCK),
            (*scan, land, exits, entries, first_marked))
     launch(rt.function("pre_tokenizer", "pretokenize_scan"), grid, (*scan, entries, marks))
