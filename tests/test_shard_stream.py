@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import json
 import os
 import threading
 from pathlib import Path
@@ -199,3 +200,17 @@ def test_many_shards_through_one_pipeline_give_the_bytes_of_one_shard_at_a_time(
         assert read_npy(tmp_path / "out", name) == ours.encode(text, backend="cpu").ids.to_pylist()
     assert read_npy(tmp_path / "out", "s6") == [] and leftovers(tmp_path / "out") == []
     assert os.path.exists(tmp_path / "out" / "manifest.json")
+
+
+def test_a_shard_that_cannot_be_written_stops_the_job_even_with_on_error_skip(tmp_path):
+    (tmp_path / "in" / "sub").mkdir(parents=True)
+    for name in ("a.txt", "sub/x.txt", "z.txt"):
+        write_shard(tmp_path / "in", name, lines(name, 900))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sub").write_text("a file where shard sub/x needs its folder\n")
+    with pytest.raises(ValueError, match=r"shard sub/x \(.*x\.txt\): .*File exists"):
+        run_sharded_job(str(MODEL), [str(tmp_path / "in")], str(out), SETTINGS, on_error="skip", progress=False)
+    state = {e["shard"]: e["status"] for e in json.loads((out / "manifest.json").read_text())["shards"]}
+    assert state == {"a": "done", "sub/x": "pending", "z": "pending"}  # not skipped: writing is not the input's fault
+    assert leftovers(out) == [] and not (out / "z.ids.npy").exists()

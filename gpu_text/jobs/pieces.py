@@ -342,7 +342,7 @@ class _Stream:
         elif item.kind == "begin":
             self._guarded(shard, lambda: self._open(shard, item.identity or {}))
         elif item.kind == "end" and current:
-            self._guarded(shard, self._finish)
+            self._finish()
         elif item.kind == "failed":
             self._fail(shard, item.error, item.input_error)
 
@@ -352,14 +352,18 @@ class _Stream:
     def _finish(self) -> None:
         output = self.output
         assert output is not None
-        entry = output.finish()
+        try:
+            entry = output.finish()
+        except Exception as exc:
+            self._fail(output.shard, _one_line(exc), input_error=False)
+            return
         self.output = None
         _fault(output.pieces.fault, "renamed")
-        self._report(output.shard, {"kind": "done", "entry": entry})
+        self._report(output.shard, {"kind": "done", "entry": entry})  # outside the try: its own errors stop the job
 
     def _guarded(self, shard: Shard, step: Callable[[], None]) -> None:
-        """A writing step of ``shard``: its failure fails the shard (not the input's fault), and
-        the stream goes on with the next one."""
+        """A writing step of ``shard`` (one that reports nothing): its failure fails the shard (not
+        the input's fault), and the stream goes on with the next one."""
         try:
             step()
         except Exception as exc:

@@ -183,8 +183,7 @@ class ProcessPool:
 
     def run(self, shards: Sequence[Shard], progress: Progress, record: Record) -> None:
         """Call ``record(worker, result)`` for every shard as each finishes; raises
-        :class:`WorkerDied` when a worker ends without reporting its shards, or a worker's
-        start-up error."""
+        :class:`WorkerDied` when a worker ends without reporting its shards."""
         self.waiting = deque(shards)
         self.holding: dict[int, list[Shard]] = {n: [] for n in range(self.workers)}
         self.stopped: set[int] = set()
