@@ -76,3 +76,27 @@ def test_a_job_knows_its_files_digests_without_reading_them_back(tmp_path):
         changed.write(b"zz")
     assert known_sha256(str(tmp_path / "a.bin")) is None
     assert file_sha256(str(tmp_path / "a.bin")) != expected
+
+
+
+@pytest.mark.parametrize("direct", ["1", "0"])
+def test_a_stream_read_into_the_buffer_is_the_bytes_written(tmp_path, monkeypatch, direct):
+    # write_from reads a scratch file into the buffer, across its flushes and after an odd byte;
+    # hashed as written, like write's bytes
+    import hashlib
+    import io
+
+    from gpu_text.outputs.direct_file import digests_kept, known_sha256
+
+    monkeypatch.setenv(DIRECT_VAR, direct)
+    scratch = bytes(range(256)) * 40 + b"end"
+    with digests_kept():
+        out = DirectFile(str(tmp_path / "f.bin"), buffer_bytes=2 * BLOCK)
+        out.write(b"x")
+        assert out.write_from(io.BytesIO(scratch)) == len(scratch)
+        out.write(b"yz")
+        assert out.tell() == len(scratch) + 3
+        out.close()
+    expected = b"x" + scratch + b"yz"
+    assert (tmp_path / "f.bin").read_bytes() == expected
+    assert known_sha256(str(tmp_path / "f.bin")) == hashlib.sha256(expected).hexdigest()
