@@ -29,3 +29,15 @@ def test_console_entry_point_runs():
 def test_no_subcommand_prints_help(capsys):
     assert main([]) == 2
     assert "info" in capsys.readouterr().out
+
+
+def test_only_the_process_entry_point_freezes_the_collector(monkeypatch, capsys):
+    # the console script (no argv) skips the exit's full collection; callers passing argv keep theirs
+    import gpu_text.cli as cli
+
+    frozen = []
+    monkeypatch.setattr(cli.gc, "freeze", lambda: frozen.append(True))
+    monkeypatch.setattr(cli.sys, "argv", ["gpu-text", "--version"])
+    assert cli.main() == 0 and frozen == [True]
+    assert cli.main(["--version"]) == 0 and frozen == [True]
+    assert capsys.readouterr().out.count("gpu_text ") == 2
