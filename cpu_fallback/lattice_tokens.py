@@ -16,6 +16,7 @@ from numba import njit
 from .double_array import trie_step, trie_value
 from .jit import JIT
 from .lattice import lattice_viterbi
+from .pre_tokenizer import SYMBOL_MARK  # a user symbol's mark: its span is one id, the piece it spells
 from .trie import trie_prefix_search
 
 LOOKUP, MERGE, BYTE_FALLBACK = 0, 1, 2
@@ -25,8 +26,22 @@ BYTES, MERGED = -1, -2
 
 
 @njit(**JIT)
-def _kinds(data, token_offsets, starts, ends, values, finish, unk_id, state, check, label, eow):
-    """Each token's kind (an id, :data:`BYTES` or :data:`MERGED`) and the offset of its first id."""
+def _spelled(data, begin, end, state, check, label, eow):
+    """The value of the word ``data[begin:end]`` in the trie, or -1."""
+    pos = 0
+    b = begin
+    while b < end and pos >= 0:
+        pos = trie_step(state, check, label, pos, data[b])
+        b += 1
+    return trie_value(state, check, label, eow, pos) if pos >= 0 else -1
+
+
+@njit(**JIT)
+def _kinds(data, token_offsets, starts, ends, values, finish, unk_id, symbol_spans, span_ends, state, check, label,
+           eow):
+    """Each token's kind (an id, :data:`BYTES` or :data:`MERGED`) and the offset of its first id; a
+    span with ``symbol_spans`` set is one id, the piece it spells (its first token's kind, the
+    others :data:`MERGED`; its bytes' ids when it spells none)."""
     n = values.size
     kinds = np.empty(n, np.int32)
     id_offsets = np.zeros(n + 1, np.int64)
@@ -35,13 +50,11 @@ def _kinds(data, token_offsets, starts, ends, values, finish, unk_id, state, che
         while token_offsets[span + 1] <= t:  # the span holding token t (empty spans skipped)
             span += 1
         kind = values[t]
-        if kind < 0 and finish == LOOKUP:
-            pos = 0
-            b = starts[t]
-            while b < ends[t] and pos >= 0:
-                pos = trie_step(state, check, label, pos, data[b])
-                b += 1
-            kind = trie_value(state, check, label, eow, pos) if pos >= 0 else -1
+        if symbol_spans[span]:  # a span that spells no piece: its bytes' ids
+            spelled = _spelled(data, starts[token_offsets[span]], span_ends[span], state, check, label, eow)
+            kind = BYTES if spelled < 0 else (spelled if t == token_offsets[span] else MERGED)
+        elif kind < 0 and finish == LOOKUP:
+            kind = _spelled(data, starts[t], ends[t], state, check, label, eow)
             if kind < 0:
                 kind = BYTES
         elif kind < 0 and finish == MERGE:
@@ -76,10 +89,13 @@ def _write(data, starts, ends, kinds, id_offsets, byte_ids, ids, id_starts, id_e
 
 
 def path_ids(data: np.ndarray, token_offsets: np.ndarray, starts: np.ndarray, ends: np.ndarray, values: np.ndarray,
-             finish: int, unk_id: int, byte_ids: np.ndarray, lookup: tuple[np.ndarray, ...]
+             finish: int, unk_id: int, byte_ids: np.ndarray, lookup: tuple[np.ndarray, ...],
+             symbol_spans: np.ndarray | None = None, span_ends: np.ndarray | None = None
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Ids, their starts and ends, and the offset of every token's first id (n_tokens + 1) of the
-    lattice's paths (``lattice_viterbi``'s tokens, ``token_offsets`` per span), as ``finish`` says.
+    lattice's paths (``lattice_viterbi``'s tokens, ``token_offsets`` per span), as ``finish`` says;
+    each span with ``symbol_spans`` set (a user symbol's; ``span_ends``: each span's end) is one id,
+    the piece of ``lookup`` it spells (its bytes' ids when none does).
 
     >>> data = np.frombuffer(b"ab", np.uint8)
     >>> none = (np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.uint8), np.zeros(1, np.uint8))
@@ -88,7 +104,11 @@ def path_ids(data: np.ndarray, token_offsets: np.ndarray, starts: np.ndarray, en
     >>> [a.tolist() for a in out]
     [[0], [0], [2], [0, 1, 1]]
     """
-    kinds, id_offsets = _kinds(data, token_offsets, starts, ends, values, np.int64(finish), np.int32(unk_id), *lookup)
+    n_spans = token_offsets.size - 1
+    if symbol_spans is None:
+        symbol_spans, span_ends = np.zeros(n_spans, np.bool_), np.zeros(n_spans, np.int64)
+    kinds, id_offsets = _kinds(data, token_offsets, starts, ends, values, np.int64(finish), np.int32(unk_id),
+                               symbol_spans, span_ends, *lookup)
     total = int(id_offsets[-1])
     ids, id_starts, id_ends = np.empty(total, np.int32), np.empty(total, np.int64), np.empty(total, np.int64)
     _write(data, starts, ends, kinds, id_offsets, byte_ids, ids, id_starts, id_ends)
@@ -100,8 +120,8 @@ def lattice_encode(data: np.ndarray, offsets: np.ndarray, marks: np.ndarray | No
                    unk_id: int, byte_ids: np.ndarray, lookup: tuple[np.ndarray, ...]
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Ids (int32), their byte spans in ``data`` (int64) and each row's first id (n_rows + 1) of
-    the normalized rows, each row one span or one span per pre-token of ``marks`` (see
-    ``gpu_text.cuda_ops.lattice_tokens.lattice_encode``).
+    the normalized rows, each row one span or one span per pre-token of ``marks``, a user symbol's
+    (:data:`SYMBOL_MARK`) one id (see ``gpu_text.cuda_ops.lattice_tokens.lattice_encode``).
 
     >>> from cpu_fallback.double_array import arrays_of
     >>> trie = arrays_of([b"ab", b"a"], [2, 1])
@@ -122,6 +142,7 @@ def lattice_encode(data: np.ndarray, offsets: np.ndarray, marks: np.ndarray | No
     edges = trie_prefix_search(*trie, data, span_starts, span_ends)
     starts, ends, values, token_offsets = lattice_viterbi(data, span_starts, span_ends, *edges, weights,
                                                           fallback_weight, max_edges_per_start, mode)
+    symbol_spans = None if marks is None else marks[span_starts] == SYMBOL_MARK
     ids, id_starts, id_ends, id_offsets = path_ids(data, token_offsets, starts, ends, values, finish, unk_id,
-                                                   np.asarray(byte_ids, np.int32), lookup)
+                                                   np.asarray(byte_ids, np.int32), lookup, symbol_spans, span_ends)
     return ids, id_starts, id_ends, id_offsets[token_offsets[first_spans]]

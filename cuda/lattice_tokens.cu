@@ -24,16 +24,19 @@
 #define GT_LT_LOOKUP 0  // BytePiece: the piece the character spells, else its bytes
 #define GT_LT_MERGE 1   // Unigram: a run of them is one unknown id
 #define GT_LT_BYTE_FALLBACK 2  // Unigram with byte fallback: their bytes
+// A user symbol's mark (pre_tokenizer.cu's PT_SYMBOL_MARK): its span is one id, the piece it spells.
+#define GT_LT_SYMBOL_MARK 7
 
 // Per thread: a row (by_rows) or a byte of the marks. bounds (n_spans + 1 entries; with marks
 // filled with n_bytes before the launch): span k is [bounds[k], bounds[k + 1]); scratch_offsets:
 // span k's lattice rows (bounds[k] + k, after a one-slot row at n_bytes that every empty span
 // past the packed ones shares when the spans come from marks); longest: the longest span's
-// length, or long_bytes when a span is as long. status: 1 + gridDim.x zeros.
+// length, or long_bytes when a span is as long; *symbols (zeroed) non-zero when a user symbol's mark
+// is among the marks. status: 1 + gridDim.x zeros.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 lattice_spans(const u8* __restrict__ marks, const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes, i64 by_rows,
               i64 long_bytes, u64* __restrict__ status, i64* __restrict__ bounds, i64* __restrict__ scratch_offsets,
-              u64* __restrict__ longest) {
+              u64* __restrict__ longest, u64* __restrict__ symbols) {
     __shared__ i64 scratch[GT_WARPS];
     __shared__ i64 tile_slot, prior;
     const i64 g = global_thread_index();
@@ -57,18 +60,35 @@ lattice_spans(const u8* __restrict__ marks, const i64* __restrict__ offsets, i64
         i64 end = i + 1;
         for (; end < n_bytes && end - i < long_bytes && marks[end] == 0; ++end) GT_STEP();
         atomicMax(longest, (u64)(end - i));
+        if (marks[i] == GT_LT_SYMBOL_MARK) atomicMax(symbols, 1ull);
     }
+}
+
+// The value of the word data[begin, end) in the trie, or -1.
+__device__ __forceinline__ int spelled(const u8* data, i64 begin, i64 end, const int* state, const int* check,
+                                       const u8* label, const u8* eow, int trie_size) {
+    int pos = 0;
+    for (i64 b = begin; b < end && pos >= 0; ++b) {
+        GT_STEP();
+        pos = trie_step(state, check, label, trie_size, pos, data[b]);
+    }
+    return pos >= 0 ? trie_value(state, check, label, eow, trie_size, pos) : -1;
 }
 
 // Per thread: token t of the paths (token_offsets[n_spans] of them; the arrays have room for
 // `capacity`): its kind (above) in kinds[t] and the offset of its first id in id_offsets[t],
-// id_offsets[capacity] the total. status: 1 + gridDim.x zeros.
+// id_offsets[capacity] the total. With a user symbol's mark among the marks (*symbols, from
+// lattice_spans), a token of a span marked GT_LT_SYMBOL_MARK (found by a binary search of the
+// spans' bounds) is that span's one id, the piece the span spells (its first token), or nothing
+// (GT_LT_MERGED: the others); every token is GT_LT_BYTES when the span spells no piece.
+// status: 1 + gridDim.x zeros.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 lattice_id_counts(const u8* __restrict__ data, const i64* __restrict__ token_offsets, i64 n_spans,
                   const i64* __restrict__ starts, const i64* __restrict__ ends, const int* __restrict__ values,
                   i64 capacity, i64 finish, int unk_id, const int* __restrict__ state, const int* __restrict__ check,
                   const u8* __restrict__ label, const u8* __restrict__ eow, int trie_size, u64* __restrict__ status,
-                  int* __restrict__ kinds, i64* __restrict__ id_offsets) {
+                  int* __restrict__ kinds, i64* __restrict__ id_offsets, const u8* __restrict__ marks,
+                  const i64* __restrict__ bounds, const u64* __restrict__ symbols) {
     __shared__ i64 scratch[GT_WARPS];
     __shared__ i64 tile_slot, prior;
     const i64 tile = lookback_tile(status, &tile_slot);
@@ -77,12 +97,17 @@ lattice_id_counts(const u8* __restrict__ data, const i64* __restrict__ token_off
     i64 count = 0;
     if (t < n_tokens) {
         int kind = values[t];
-        if (kind < 0 && finish == GT_LT_LOOKUP) {
+        i64 span = -1;  // the user symbol's span holding token t
+        if (*symbols) {
+            const i64 k = offsets_lower_bound(bounds, n_spans, starts[t] + 1) - 1;
+            if (marks[bounds[k]] == GT_LT_SYMBOL_MARK) span = k;
+        }
+        if (span >= 0) {  // a span that spells no piece: its bytes' ids
+            const int id = spelled(data, bounds[span], bounds[span + 1], state, check, label, eow, trie_size);
+            kind = id < 0 ? GT_LT_BYTES : starts[t] > bounds[span] ? GT_LT_MERGED : id;
+        } else if (kind < 0 && finish == GT_LT_LOOKUP) {
             // the piece the fallback character spells (every piece but those holding a NUL byte)
-            int pos = 0;
-            for (i64 b = starts[t]; b < ends[t] && pos >= 0; ++b)
-                pos = trie_step(state, check, label, trie_size, pos, data[b]);
-            kind = pos >= 0 ? trie_value(state, check, label, eow, trie_size, pos) : -1;
+            kind = spelled(data, starts[t], ends[t], state, check, label, eow, trie_size);
             kind = kind >= 0 ? kind : GT_LT_BYTES;
         } else if (kind < 0 && finish == GT_LT_MERGE) {
             // an unknown token after an unknown one of its span joins that one's run

@@ -167,3 +167,99 @@ def test_lattice_models_with_a_dictionary_cutter_equal_the_staged_path(monkeypat
             got = tok.encode(texts, backend=be, with_offsets=True)
             for name, g, w in zip(("ids", "starts", "ends"), (got.ids, got.starts, got.ends), want):
                 assert g.to_pylist() == w.to_pylist(), (type(tok).__name__, be.name, name)
+
+
+def with_symbols_replaced(want, data, offsets, marks, lookup_words, byte_ids):
+    """The reference's ids with every span marked 7 (a user symbol's, ``SYMBOL_MARK``) made one id:
+    the piece it spells in the lookup trie (``lookup_words``: bytes → id), else its bytes' ids."""
+    ids, starts, ends, rows = (a.tolist() for a in want)
+    raw = bytes(data)
+    out_ids, out_starts, out_ends, out_rows = [], [], [], [0]
+    for r in range(len(offsets) - 1):
+        cuts = [p for p in range(offsets[r], offsets[r + 1]) if marks[p]] + [int(offsets[r + 1])]
+        symbols = {a: b for a, b in zip(cuts, cuts[1:]) if marks[a] == 7}
+        k = rows[r]
+        while k < rows[r + 1]:
+            if starts[k] in symbols:
+                a, b = starts[k], symbols[starts[k]]
+                word = raw[a:b]
+                if word in lookup_words:
+                    out_ids.append(lookup_words[word]), out_starts.append(a), out_ends.append(b)
+                else:
+                    out_ids += [int(byte_ids[c]) for c in word]
+                    out_starts += list(range(a, b))
+                    out_ends += list(range(a + 1, b + 1))
+                while k < rows[r + 1] and starts[k] < b:
+                    k += 1
+                continue
+            out_ids.append(ids[k]), out_starts.append(starts[k]), out_ends.append(ends[k])
+            k += 1
+        out_rows.append(len(out_ids))
+    return out_ids, out_starts, out_ends, out_rows
+
+
+@pytest.mark.parametrize("finish", [0, 1])
+def test_user_symbol_spans_are_one_id(finish):
+    """Spans marked 7 (``PreTokenizer.symbol_marks``' user symbols) are one id each, the piece they
+    spell in the lookup trie (their bytes' ids when none): the reference's ids with those spans
+    replaced == Numba == emulated, across chunks and with symbols the lattice would cut."""
+    rng = np.random.default_rng(5 + finish)
+    symbols = {b"<m>": 40, b"<sep>": 41, "你好".encode(): 42}
+    pieces = [b"a", b"b", b"ab", b"x", "你".encode(), "好".encode(), "é".encode(), b"<m>", b"<sep>", "你好".encode(),
+              b"<z>"]
+    texts = [[pieces[k] for k in rng.integers(0, len(pieces), int(rng.integers(0, 12)))] for _ in range(150)]
+    texts += [[b"<m>"] * 300, [], [b"<z>", b"ab"]]
+    data = np.frombuffer(b"".join(b"".join(t) for t in texts), np.uint8).copy()
+    offsets = np.cumsum([0] + [sum(map(len, t)) for t in texts]).astype(np.int64)
+    marks = np.zeros(data.size, np.uint8)
+    for text, begin in zip(texts, offsets):
+        at = int(begin)
+        for k, piece in enumerate(text):
+            symbol = piece in symbols or piece == b"<z>"
+            if k == 0 or symbol or rng.random() < 0.3 or (k and (text[k - 1] in symbols or text[k - 1] == b"<z>")):
+                marks[at] = 7 if symbol else int(rng.integers(1, 6))
+            at += len(piece)
+    trie = DoubleArrayTrie.build(["a", "b", "ab", "你", "<", "m", ">", "你好"], [5, 6, 7, 8, 9, 10, 11, 12])
+    lookup = DoubleArrayTrie.build([w.decode() for w in symbols] + ["é"], list(symbols.values()) + [43])
+    byte_ids = (np.arange(256, dtype=np.int32) % 50) + 100
+    weights = np.linspace(-3.0, -1.0, 13)
+    mode, fallback, cap = FINISHES[finish]
+    plain = reference.lattice_encode(data, offsets, marks, trie.arrays("cpu"), weights, fallback, cap, mode, finish,
+                                     3, byte_ids, lookup.arrays("cpu"))
+    want = with_symbols_replaced(plain, data, offsets, marks, {**symbols, "é".encode(): 43}, byte_ids)
+    assert want[0] != plain[0].tolist()  # the lattice alone would cut some symbols
+    for be in backends():
+        got = encode(be, trie, weights, lookup, byte_ids, data, offsets, marks, finish)
+        for name, g, w in zip(("ids", "starts", "ends", "row offsets"), got, want):
+            assert host(g).tolist() == w, f"{be.name}: {name}"
+
+
+@pytest.mark.parametrize("split", ["isolate", "none"])
+def test_bytepiece_with_user_symbols_takes_the_marks_path(split):
+    """BytePiece with USER_DEFINED pieces: the symbols marked by ``PreTokenizer.symbol_marks`` and
+    each one id in ``lattice_encode`` on every backend, the ids and spans of the staged path (the
+    symbol matches as lists, each symbol pre-token its one id)."""
+    from gpu_text.backend import get_backend
+    from gpu_text.batch import TextBatch
+    from gpu_text.tokenizer import BytePiece, Normalizer, PreTokenizer
+    from gpu_text.tokenizer.bpe import PieceType, byte_piece
+    from gpu_text.tokenizer.bytepiece import BytePieceModel
+
+    pieces = ["a", "b", "ab", "▁", "▁a", "<", "m", ">", "你", "你好"]
+    user = ["<m>", "<sep>", "好你", "b▁a"]
+    model = BytePieceModel(["<unk>", "<s>", "</s>"] + [byte_piece(b) for b in range(256)] + pieces + user,
+                           [0.0] * 259 + [1.0 + k for k in range(len(pieces))] + [0.0] * len(user),
+                           [2, 3, 3] + [6] * 256 + [1] * len(pieces) + [PieceType.USER_DEFINED] * len(user))
+    tok = BytePiece(model, Normalizer("no"), PreTokenizer(split))
+    assert tok.user_symbols is not None
+    rng = np.random.default_rng(9)
+    parts = pieces + user + ["x", "é", "<", "sep>", "好", " "]
+    texts = ["".join(rng.choice(parts, int(rng.integers(0, 14)))) for _ in range(80)] + ["", "<m>" * 200]
+    batch = TextBatch.from_strings(texts)
+    want = tok._encode_stages(batch, get_backend("cpu"), True, lists=True)
+    user_ids = {259 + len(pieces) + k for k in range(len(user))}
+    assert user_ids <= {i for row in want[0].to_pylist() for i in row}
+    for be in backends():
+        got = tok.encode(texts, backend=be, with_offsets=True)
+        for name, g, w in zip(("ids", "starts", "ends"), (got.ids, got.starts, got.ends), want):
+            assert g.to_pylist() == w.to_pylist(), (be.name, name)

@@ -50,6 +50,9 @@ BOUNDS = {
     # path (pre-token lists)
     "encode_unigram_cn": (30, 3, 2),
     "encode_bytepiece_cn": (30, 3, 2),
+    # BytePiece with user symbols: PreTokenizer.symbol_marks into lattice_encode (each symbol's span one
+    # id); was (180, 34, 3) on the staged path (symbol matches resolved on the host)
+    "encode_bytepiece_user_symbols": (23, 3, 2),
 }
 # The issue's targets: (≤ 25 launches, ≤ 3 syncs, 0 table uploads after the first call).
 TARGET_LAUNCHES, TARGET_SYNCS = 25, 3
@@ -57,12 +60,12 @@ TARGET_LAUNCHES, TARGET_SYNCS = 25, 3
 # (the CRF's encoded features are its input: six arrays).
 INPUT_UPLOADS = {"encode": 2, "segment": 2, "crf_decode": 6, "encode_unigram": 2, "encode_bytepiece": 2,
                  "encode_split_none": 2, "encode_user_symbols": 2, "encode_cn": 2, "encode_unigram_cn": 2,
-                 "encode_bytepiece_cn": 2}
+                 "encode_bytepiece_cn": 2, "encode_bytepiece_user_symbols": 2}
 TARGETS = {"encode": (True, True, True), "segment": (True, True, True), "crf_decode": (True, True, True),
            "encode_unigram": (True, True, True), "encode_bytepiece": (True, True, True),
            "encode_split_none": (True, True, True), "encode_user_symbols": (True, True, True),
            "encode_cn": (False, True, True), "encode_unigram_cn": (False, True, True),
-           "encode_bytepiece_cn": (False, True, True)}
+           "encode_bytepiece_cn": (False, True, True), "encode_bytepiece_user_symbols": (True, True, True)}
 
 
 def backend():
@@ -268,3 +271,18 @@ def test_bpe_dictionary_cutter_encode_counts():
     cutter = PreTokenizer(base.pre_tokenizer.split, cn=sample_dictionary(list(sample_lines("zh-hongloumeng.txt", 60))))
     check_encode_counts("encode_cn", Tokenizer(base.model, base.normalizer, cutter, base.bos_id, base.eos_id,
                                                base.pad_id))
+
+
+def test_bytepiece_user_symbols_encode_counts():
+    """BytePiece with USER_DEFINED pieces (matched whole before the split): the marks path, the
+    symbols marked on the device (``PreTokenizer.symbol_marks``), each span one id in ``lattice_encode``."""
+    from gpu_text.tokenizer import BytePiece
+    from gpu_text.tokenizer.bytepiece import BytePieceModel
+
+    base = bytepiece()
+    m, extra = base.model, ["<mask>", "<sep>", "[宝玉]"]
+    model = BytePieceModel(m.pieces + extra, list(m.scores) + [0.0] * len(extra), list(m.types) + [4] * len(extra),
+                           unk_id=m.unk_id)
+    tok = BytePiece(model, base.normalizer, base.pre_tokenizer, base.bos_id, base.eos_id, base.pad_id)
+    assert tok.user_symbols is not None
+    check_encode_counts("encode_bytepiece_user_symbols", tok, " <mask>[宝玉]x<sep>")

@@ -28,6 +28,8 @@ def lattice_encode(rt: KernelRuntime, data: Any, offsets: Any, marks: Any, trie:
     (``fallback_weight``, ``max_edges_per_start``, ``mode``), then each fallback character as
     ``finish`` says: :data:`LOOKUP` the piece of ``lookup`` it spells else its bytes' ids
     (``byte_ids``), :data:`MERGE` each run of them one ``unk_id``, :data:`BYTE_FALLBACK` its bytes' ids.
+    A pre-token marked ``SYMBOL_MARK`` (a user symbol's, ``PreTokenizer.symbol_marks``) is one id,
+    the piece of ``lookup`` it spells (its bytes' ids when none does).
     The rows tile ``data`` (``offsets[0] == 0``, ``offsets[-1] == data.size``), as the normalizer
     writes them, and ``marks`` is non-zero at every non-empty row's first byte.
 
@@ -45,15 +47,16 @@ def lattice_encode(rt: KernelRuntime, data: Any, offsets: Any, marks: Any, trie:
     long_bytes = max(int(lattice_ops.LONG_BYTES), 1)
     search_grid = capacity_grid = blocks_for(n_bytes, BLOCK)
     # Everything that starts at zero, in one fill: three look-back statuses, the spans' edge
-    # offsets with the longest span right after them (read back together), the token offsets.
-    sizes = (1 + span_grid, 1 + search_grid, 1 + capacity_grid, n_spans + 2, n_spans + 1)
+    # offsets with the longest span right after them (read back together), the token offsets, the
+    # flag of a user symbol's mark.
+    sizes = (1 + span_grid, 1 + search_grid, 1 + capacity_grid, n_spans + 2, n_spans + 1, 1)
     zeros = xp.zeros(sum(sizes), xp.uint64)
     parts, at = [], 0
     for size in sizes:
         parts.append(zeros[at:at + size])
         at += size
     span_status, search_status, id_status = parts[:3]
-    edge_tail, token_offsets = parts[3].view(xp.int64), parts[4].view(xp.int64)
+    edge_tail, token_offsets, symbols = parts[3].view(xp.int64), parts[4].view(xp.int64), parts[5]
     span_edge_offsets = edge_tail[:n_spans + 1]
     # bounds, then scratch offsets; with marks, the spans past the packed ones are empty at the end
     fill = xp.empty if by_rows else (lambda n, dt: xp.full(n, n_bytes, dt))
@@ -61,7 +64,7 @@ def lattice_encode(rt: KernelRuntime, data: Any, offsets: Any, marks: Any, trie:
     bounds, scratch_offsets = bounds_scratch[:n_spans + 1], bounds_scratch[n_spans + 1:]
     launch(rt.function("lattice_tokens", "lattice_spans"), span_grid,
            (data if by_rows else marks, offsets, i64(n_rows), i64(n_bytes), i64(by_rows), i64(long_bytes), span_status,
-            bounds, scratch_offsets, parts[3][n_spans + 1:]))
+            bounds, scratch_offsets, parts[3][n_spans + 1:], symbols))
     span_starts, span_ends = bounds[:-1], bounds[1:]
     trie_args = (*trie, np.int32(trie[0].size))
     capacity = trie_ops.MATCHES_PER_BYTE * n_bytes + trie_ops.MATCHES_SLACK  # as trie_prefix_search
@@ -84,7 +87,8 @@ def lattice_encode(rt: KernelRuntime, data: Any, offsets: Any, marks: Any, trie:
     kinds, id_offsets = xp.empty(n_bytes, xp.int32), xp.empty(n_bytes + 1, xp.int64)
     launch(rt.function("lattice_tokens", "lattice_id_counts"), capacity_grid,
            (data, token_offsets, i64(n_spans), starts, ends, values, i64(n_bytes), i64(finish), np.int32(unk_id),
-            *(lookup + (np.int32(lookup[0].size),)), id_status, kinds, id_offsets))
+            *(lookup + (np.int32(lookup[0].size),)), id_status, kinds, id_offsets, data if by_rows else marks, bounds,
+            symbols))
     total = int(id_offsets[n_bytes])
     ids, id_starts, id_ends = xp.empty(total, xp.int32), xp.empty(total, xp.int64), xp.empty(total, xp.int64)
     row_offsets = xp.empty(n_rows + 1, xp.int64)

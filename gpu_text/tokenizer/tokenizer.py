@@ -170,8 +170,8 @@ class Tokenizer:
                        ) -> tuple[RaggedArray, RaggedArray | None, RaggedArray | None]:
         """Each stage over the whole batch (the GPU's way: one kernel per stage). The pre-tokens
         stay per-byte marks on the device (the lattice models take ``split="none"`` rows whole;
-        BPE's user symbols are marked too, and each is its one id; so are a dictionary cutter's
-        words, without user symbols), and a call reads the device twice for BPE (the
+        user symbols are marked too, and each is its one id; so are a dictionary cutter's words,
+        without user symbols), and a call reads the device twice for BPE (the
         normalized size, the number of ids; a dictionary cutter adds none), three times
         for the lattice models (and the number of edges). ``lists``: the pre-tokens as lists (the
         staged path, which every configuration can take; the tests' comparison)."""
@@ -181,15 +181,16 @@ class Tokenizer:
         marked = getattr(self.model, "encode_marked", None)  # BPE's
         rows = getattr(self.model, "encode_rows", None)  # the lattice models': a whole row is one lattice
         symbols = self.user_symbols
-        if symbols is not None and (marked is None or self.symbol_width is None or pre_tokenizer.segmenter is not None):
+        if symbols is not None and (self.symbol_width is None or pre_tokenizer.segmenter is not None):
             rows = marked = None  # the staged path below
         if lists:
             rows = marked = None
         if marked is not None or rows is not None:
-            symbol_at = None
-            if marked is not None and symbols is not None:
+            # BPE reads each symbol's id from symbol_at; a lattice model's span spells it (its lookup trie
+            # holds every piece without a NUL byte, as every symbol is)
+            if symbols is not None:
                 marks, symbol_at = pre_tokenizer.symbol_marks(text, symbols, self.symbol_width, be)
-                encode = functools.partial(marked, symbol_at=symbol_at)
+                encode = functools.partial(marked, symbol_at=symbol_at) if marked is not None else rows
             elif marked is not None:
                 encode, marks = marked, pre_tokenizer.marks(text, be)
             else:
