@@ -247,19 +247,26 @@ def test_bpe_split_none_encode_counts():
                                                        base.bos_id, base.eos_id, base.pad_id))
 
 
-def test_bpe_user_symbols_encode_counts():
-    """BPE with USER_DEFINED pieces (matched whole before the split): the fused path, the symbols
-    marked on the device (``PreTokenizer.symbol_marks``), each its one id in ``encode_marked``."""
-    from gpu_text.tokenizer import Tokenizer
-    from gpu_text.tokenizer.bpe import BPEModel
+def with_user_symbols(tok):
+    """``tok`` with three USER_DEFINED pieces more (matched whole before the split); the texts of
+    :func:`check_encode_counts` end in :data:`SYMBOL_SUFFIX`, which holds them."""
+    m, extra = tok.model, ["<mask>", "<sep>", "[宝玉]"]
+    model = type(m)(m.pieces + extra, list(m.scores) + [0.0] * len(extra), list(m.types) + [4] * len(extra),
+                    unk_id=m.unk_id)
+    with_symbols = type(tok)(model, tok.normalizer, tok.pre_tokenizer, tok.bos_id, tok.eos_id, tok.pad_id)
+    assert with_symbols.user_symbols is not None
+    return with_symbols
 
-    base = Tokenizer.from_model_file(MODEL)
-    m, extra = base.model, ["<mask>", "<sep>", "[宝玉]"]
-    model = BPEModel(m.pieces + extra, list(m.scores) + [0.0] * len(extra), list(m.types) + [4] * len(extra),
-                     unk_id=m.unk_id)
-    tok = Tokenizer(model, base.normalizer, base.pre_tokenizer, base.bos_id, base.eos_id, base.pad_id)
-    assert tok.user_symbols is not None
-    check_encode_counts("encode_user_symbols", tok, " <mask>[宝玉]x<sep>")
+
+SYMBOL_SUFFIX = " <mask>[宝玉]x<sep>"
+
+
+def test_bpe_user_symbols_encode_counts():
+    """BPE with user symbols: the fused path, the symbols marked on the device
+    (``PreTokenizer.symbol_marks``), each its one id in ``encode_marked``."""
+    from gpu_text.tokenizer import Tokenizer
+
+    check_encode_counts("encode_user_symbols", with_user_symbols(Tokenizer.from_model_file(MODEL)), SYMBOL_SUFFIX)
 
 
 def test_bpe_dictionary_cutter_encode_counts():
@@ -274,15 +281,6 @@ def test_bpe_dictionary_cutter_encode_counts():
 
 
 def test_bytepiece_user_symbols_encode_counts():
-    """BytePiece with USER_DEFINED pieces (matched whole before the split): the marks path, the
-    symbols marked on the device (``PreTokenizer.symbol_marks``), each span one id in ``lattice_encode``."""
-    from gpu_text.tokenizer import BytePiece
-    from gpu_text.tokenizer.bytepiece import BytePieceModel
-
-    base = bytepiece()
-    m, extra = base.model, ["<mask>", "<sep>", "[宝玉]"]
-    model = BytePieceModel(m.pieces + extra, list(m.scores) + [0.0] * len(extra), list(m.types) + [4] * len(extra),
-                           unk_id=m.unk_id)
-    tok = BytePiece(model, base.normalizer, base.pre_tokenizer, base.bos_id, base.eos_id, base.pad_id)
-    assert tok.user_symbols is not None
-    check_encode_counts("encode_bytepiece_user_symbols", tok, " <mask>[宝玉]x<sep>")
+    """BytePiece with user symbols: the marks path, the symbols marked on the device
+    (``PreTokenizer.symbol_marks``), each span one id in ``lattice_encode``."""
+    check_encode_counts("encode_bytepiece_user_symbols", with_user_symbols(bytepiece()), SYMBOL_SUFFIX)
