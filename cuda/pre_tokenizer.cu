@@ -21,7 +21,7 @@
 // (never longer than sym_width bytes), composed per chunk: pretokenize_summary tabulates, per
 // chunk and entry offset k < sym_width, where the chain entering the chunk at k leaves it (a pass
 // backwards over the chunk) and composes PT_SUPER of those tables per block; and
-// pretokenize_land starts each chunk's chain where the scan truly enters it (from its string's
+// pretokenize_land_join starts each chunk's chain where the scan truly enters it (from its string's
 // start, a lookup per chunk or per PT_SUPER chunks), so the speculative chains never start inside
 // a symbol and meet the true one as they do without symbols.
 #include "double_array.cuh"
