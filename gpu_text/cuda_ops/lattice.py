@@ -35,9 +35,11 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
 
     Spans of :data:`LONG_BYTES` or more are cut into pieces of about :data:`CHUNK_BYTES` (see the
     end of ``cuda/lattice.cu``), at cut points or, where a chunk has none, at forced cuts with
-    frontiers: the same tokens, no thread's work growing with the span (14 kernel launches with long
-    spans; the forced cuts' four: lattice_estimate's second pass, lattice_settle_front,
-    lattice_zone_split, lattice_settle_zone)."""
+    frontiers: the same tokens, no thread's work growing with the span but the long span's walk
+    (lattice_resolve: about sqrt(pieces) steps where its pieces end at cut points, a jump per segment
+    of pieces; a step per piece with forced cuts) (14 kernel launches with long spans; the forced
+    cuts' four: lattice_estimate's second pass, lattice_settle_front, lattice_zone_split,
+    lattice_settle_zone)."""
     xp = rt.xp
     n = span_starts.size
     scratch_offsets = xp.zeros(n + 1, xp.int64)
