@@ -64,6 +64,19 @@ def ptxas_stack_frames(family: str, arch: str = "sm_90") -> dict[str, int]:
     return found
 
 
+def ptxas_device_functions(family: str, arch: str = "sm_90") -> dict[str, int]:
+    """``{function: spilled bytes}`` of every ``__noinline__`` device function of
+    ``cuda/<family>.cu`` (mangled names): ptxas reports their spills apart from any kernel's, so
+    :func:`ptxas_report` alone would miss a spill moved into such a function."""
+    entries = {name for name, _ in _entry_blocks(family, arch)}
+    found = {}
+    pattern = r"Function properties for (\S+)\s*\n.*?(\d+) bytes spill stores, (\d+) bytes spill loads"
+    for name, stores, loads in re.findall(pattern, _ptxas_log(family, arch)):
+        if name not in entries:
+            found[name] = int(stores) + int(loads)
+    return found
+
+
 def _entry_blocks(family: str, arch: str) -> list[tuple[str, str]]:
     """(kernel, its lines) of ptxas's ``-v`` report for ``cuda/<family>.cu``."""
     text = _ptxas_log(family, arch)
