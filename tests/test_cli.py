@@ -31,13 +31,15 @@ def test_no_subcommand_prints_help(capsys):
     assert "info" in capsys.readouterr().out
 
 
-def test_only_the_process_entry_point_freezes_the_collector(monkeypatch, capsys):
-    # the console script (no argv) skips the exit's full collection; callers passing argv keep theirs
+def test_only_the_process_entry_point_tunes_and_freezes_the_collector(monkeypatch, capsys):
+    # the console script (no argv) collects rarely and skips the exit's full collection; callers
+    # passing argv keep their collector
     import gpu_text.cli as cli
 
-    frozen = []
+    frozen, thresholds = [], []
     monkeypatch.setattr(cli.gc, "freeze", lambda: frozen.append(True))
+    monkeypatch.setattr(cli.gc, "set_threshold", lambda *levels: thresholds.append(levels))
     monkeypatch.setattr(cli.sys, "argv", ["gpu-text", "--version"])
-    assert cli.main() == 0 and frozen == [True]
-    assert cli.main(["--version"]) == 0 and frozen == [True]
+    assert cli.main() == 0 and frozen == [True] and thresholds == [cli.ENTRY_GC_THRESHOLDS]
+    assert cli.main(["--version"]) == 0 and frozen == [True] and len(thresholds) == 1
     assert capsys.readouterr().out.count("gpu_text ") == 2
