@@ -151,7 +151,7 @@ lattice_emit(const i64* __restrict__ span_starts, const i64* __restrict__ span_e
 //   lattice_finish    per piece: the exact solve from its exact head or entries (table-settled
 //                     pieces; one jumped over: its guess's head plus the jump's shift), from each exit
 //                     the route back to its start (entry, tokens); last block: each piece's exit and
-//                     tokens before it (three steps per piece).
+//                     tokens before it (two scans over the anchors: 2 pieces / blockDim + 8 steps each).
 //   lattice_emit_pieces  per piece: its tokens from its exit (a step per token).
 #define GT_LSLOT_I 9  // start, end, next, previous, state, span, tokens, tokens of the earlier pieces, exit
 #define GT_LSLOT_F 18 // value from head 0, lowest, highest, estimate, error, exact head, delta per class,
@@ -1400,10 +1400,128 @@ lattice_resolve(LATTICE_ARGS, i64 n_anchors, const u64* __restrict__ counter, co
     }
 }
 
+// ------------------------------------------------------------ the long spans' walks in one block
+// A launch's last block walks every long span's pieces at once in anchor order: a span's pieces
+// after its first are its anchors' with a cut, ascending, and spans never interleave, so a walk
+// along the pieces' links is a scan over the anchors of a combination that restarts at a span's
+// edge. Each thread folds a run of about n / blockDim consecutive anchors, a Hillis-Steele scan
+// over the block combines the runs, and each thread folds its run again from the runs before it:
+// about 2 n / blockDim + log2(blockDim) steps a thread instead of a step per piece. Op::join is
+// associative and exact (integers, maps of a few indices), so each piece gets what the walk gave it.
+template <class Op>
+__device__ __noinline__ void lattice_block_scan(const Op op, i64 n, bool reverse) {
+    __shared__ u64 runs[GT_BLOCK];
+    const i64 per = (n + blockDim.x - 1) / blockDim.x, lo = per * threadIdx.x, hi = lo + per < n ? lo + per : n;
+    u64 acc = Op::NONE;
+    for (i64 i = lo; i < hi; ++i) {
+        GT_STEP();
+        acc = Op::join(acc, op.element(reverse ? n - 1 - i : i));
+    }
+    runs[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned d = 1; d < blockDim.x; d <<= 1) {
+        GT_STEP();
+        const u64 v = threadIdx.x >= d ? Op::join(runs[threadIdx.x - d], runs[threadIdx.x]) : runs[threadIdx.x];
+        __syncthreads();
+        runs[threadIdx.x] = v;
+        __syncthreads();
+    }
+    acc = threadIdx.x ? runs[threadIdx.x - 1] : Op::NONE;
+    for (i64 i = lo; i < hi; ++i) {
+        GT_STEP();
+        const i64 k = reverse ? n - 1 - i : i;
+        acc = Op::join(acc, op.element(k));
+        op.put(k, acc);
+    }
+    __syncthreads();
+}
+
+// Backward from each span's end: per anchor piece, the map from its exits to the entries its paths
+// leave by (2 bits an exit; 0xE4 maps each exit to itself), bit 8 set where it is its span's last
+// piece (the scan restarts there). The scan at piece k is k's map after the later pieces' maps, so
+// at exit 0 of the span's last piece it gives the entry k's path leaves by: the exit of the piece
+// before k.
+struct LeaveWalk {
+    static constexpr u64 NONE = 0xE4;
+    i64 n_anchors;
+    i64* slot_i;
+    const i64* vec_i;  // written by other blocks of the launch: read through L2
+    const int* front_n;
+    const int* front_off;
+    __device__ __forceinline__ static u64 join(u64 a, u64 b) {
+        if (b >> 8) return b;
+        u64 m = a & 0x100;
+        for (int j = 0; j < GT_LFRONT; ++j) m |= ((b >> (2 * ((a >> (2 * j)) & 3))) & 3) << (2 * j);
+        return m;
+    }
+    __device__ __forceinline__ u64 element(i64 k) const {
+        if (slot_i[GT_LSLOT_I * k + 4] == 0) return NONE;  // no cut at this anchor
+        const i64 next = slot_i[GT_LSLOT_I * k + 2];
+        const LFront out = lattice_front(front_n, front_off, next);
+        u64 m = next < 0 ? 0x100 : 0;
+        for (int j = 0; j < out.n; ++j) m |= (u64)(__ldcg(vec_i + GT_LVI * k + 2 * j) & 3) << (2 * j);
+        return m;
+    }
+    // Piece t leaves by its exit `exit`: the exit's position and the tokens of the path from it.
+    __device__ __forceinline__ void leave(i64 t, int exit) const {
+        i64* fields = slot_i + GT_LSLOT_I * t;
+        fields[8] = fields[1] + lattice_front(front_n, front_off, fields[2]).off(exit);
+        fields[6] = __ldcg(vec_i + GT_LVI * t + 2 * exit + 1);
+    }
+    __device__ __forceinline__ void put(i64 k, u64 scan) const {
+        if (slot_i[GT_LSLOT_I * k + 4] == 0) return;
+        leave(slot_i[GT_LSLOT_I * k + 3], (int)(scan & 3));
+        if (slot_i[GT_LSLOT_I * k + 2] < 0) leave(k, 0);
+    }
+};
+
+// Forward from each span's start: per anchor piece, its tokens (LeaveWalk's), flagged (bit 62) at
+// its span's second piece, which adds the first piece's tokens and restarts the sum.
+struct TokensBefore {
+    static constexpr u64 NONE = 0;
+    i64 n_anchors;
+    i64* slot_i;
+    unsigned long long* token_counts;
+    __device__ __forceinline__ static u64 join(u64 a, u64 b) { return (b >> 62) ? b : a + b; }
+    __device__ __forceinline__ u64 element(i64 k) const {
+        const i64* fields = slot_i + GT_LSLOT_I * k;
+        if (fields[4] == 0) return NONE;
+        if (fields[3] < n_anchors) return (u64)fields[6];
+        return (1ull << 62) | (u64)(fields[6] + slot_i[GT_LSLOT_I * fields[3] + 6]);
+    }
+    __device__ __forceinline__ void put(i64 k, u64 scan) const {
+        i64* fields = slot_i + GT_LSLOT_I * k;
+        if (fields[4] == 0) return;
+        const i64 through = (i64)(scan & ((1ull << 62) - 1));
+        fields[7] = through - fields[6];
+        if (fields[2] < 0) token_counts[fields[5]] = through;
+    }
+};
+
+// lattice_finish's last block: each piece's exit (its path leaves by the exit the piece after it
+// enters by; the span's last piece by the span's end) and tokens before it, by a scan over the
+// anchors each (not inlined: the kernel's registers are the solve's).
+__device__ __noinline__ void finish_walks(i64 n_anchors, u64* counter, i64* slot_i, unsigned long long* token_counts,
+                                         const int* front_n, const int* front_off, const i64* vec_i) {
+    if (!last_block_done(counter + 3)) return;
+    const LeaveWalk leave_walk{n_anchors, slot_i, vec_i, front_n, front_off};
+    lattice_block_scan(leave_walk, n_anchors, true);
+    lattice_block_scan(TokensBefore{n_anchors, slot_i, token_counts}, n_anchors, false);
+    const i64 n_long = (i64)__ldcg(counter);
+    for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {  // the spans' first pieces
+        GT_STEP();
+        i64* first = slot_i + GT_LSLOT_I * (n_anchors + r);
+        first[7] = 0;
+        if (first[2] >= 0) continue;  // its exit and tokens: from the scans at its next piece
+        leave_walk.leave(n_anchors + r, 0);
+        token_counts[first[5]] = first[6];
+    }
+}
+
 // Per thread: one piece of a long span: the exact solve from its exact head (pieces settled by their
 // table; a piece lattice_resolve jumped over: its guess's x plus the jump's s) and its token count,
-// added to its span's. The launch's last block then walks each long span (a thread per span, a step
-// per piece): each piece's tokens before it in its span.
+// added to its span's. The launch's last block then scans the long spans' pieces (lattice_block_scan):
+// each piece's exit and tokens before it in its span.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK, 4)
 lattice_finish(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ counter,
                const i64* __restrict__ scratch_offsets, i64* __restrict__ slot_i, const double* __restrict__ slot_f,
@@ -1445,32 +1563,7 @@ lattice_finish(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ count
             vec_i[GT_LVI * k + 2 * j + 1] = count;
         }
     }
-    if (!last_block_done(counter + 3)) return;
-    // A thread per long span (a step per piece, three walks): its last piece leaves by the span's
-    // end, each piece's entry is the exit of the piece before; then each piece's tokens before it.
-    const i64 n_long = (i64)counter[0];
-    for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
-        i64 last = n_anchors + r;
-        for (i64 t = last; t >= 0; t = slot_i[GT_LSLOT_I * t + 2]) {
-            GT_STEP();
-            last = t;
-        }
-        i64 leave = 0;
-        for (i64 t = last; t >= 0; t = slot_i[GT_LSLOT_I * t + 3]) {
-            GT_STEP();
-            const LFront out = lattice_front(front_n, front_off, slot_i[GT_LSLOT_I * t + 2]);
-            slot_i[GT_LSLOT_I * t + 8] = slot_i[GT_LSLOT_I * t + 1] + out.off(leave);
-            slot_i[GT_LSLOT_I * t + 6] = __ldcg(vec_i + GT_LVI * t + 2 * leave + 1);
-            leave = __ldcg(vec_i + GT_LVI * t + 2 * leave);
-        }
-        i64 before = 0;
-        for (i64 t = n_anchors + r; t >= 0; t = slot_i[GT_LSLOT_I * t + 2]) {
-            GT_STEP();
-            slot_i[GT_LSLOT_I * t + 7] = before;
-            before += slot_i[GT_LSLOT_I * t + 6];
-        }
-        token_counts[slot_i[GT_LSLOT_I * (n_anchors + r) + 5]] = before;
-    }
+    finish_walks(n_anchors, counter, slot_i, token_counts, front_n, front_off, vec_i);
 }
 
 // Per thread: one piece of a long span: its tokens at its span's offset plus the earlier pieces'

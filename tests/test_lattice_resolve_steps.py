@@ -4,7 +4,8 @@ MB and 4 MB spans of Chinese-like text: the Numba twin's tokens, the walk's jump
 the arrays the resolve launch gets) growing about as sqrt(pieces), and the longest resolve thread's
 steps below the one step per piece the walk took before (722 on 1 MB, 2,313 on 4 MB). On random
 lattices cut every few bytes (exact ties, float32 near-ties, fallbacks, caps): jumps taken, and the
-Numba twin's and the reference's tokens."""
+Numba twin's and the reference's tokens. lattice_finish's last block scans the pieces
+(lattice_block_scan) instead of walking them: its longest thread the same on 1 and 4 MB."""
 from __future__ import annotations
 
 import math
@@ -78,7 +79,7 @@ def test_resolve_walk_grows_as_sqrt_of_pieces(resolve_launch, mode):
     scores cross a binade edge (a few hundred bytes each, one per binade)."""
     from tests.emulated_backend import emulated_backend
 
-    walks = []
+    walks, finish = [], []
     for megabytes in (1, 4):
         trie, weights, data, starts, ends = han_span(megabytes, mode)
         be = emulated_backend()
@@ -87,14 +88,19 @@ def test_resolve_walk_grows_as_sqrt_of_pieces(resolve_launch, mode):
         edges = trie.prefix_search_spans(data, starts, ends, "cpu")
         assert_same_scores(resolve_launch["args"], data, starts, ends, edges, weights, -20.0, 0, mode)
         steps = be.runtime.module("lattice").get_function("lattice_resolve").last_max_steps
+        finish.append(be.runtime.module("lattice").get_function("lattice_finish").last_max_steps)
         pieces, _, walk = walk_of(resolve_launch["args"])
         print(f"{megabytes} MB, mode {mode}: {pieces} pieces, walk {walk} (jumps + pieces stepped), "
-              f"lattice_resolve's longest thread {steps} steps")
+              f"lattice_resolve's longest thread {steps} steps, lattice_finish's {finish[-1]}")
         assert pieces >= (megabytes << 20) // 2048 - 1
         assert walk <= 3 * math.isqrt(pieces), (megabytes, walk, pieces)
         assert steps < pieces, (megabytes, steps, pieces)  # a step per piece before, plus exact solves
         walks.append(walk)
     assert walks[1] <= 2.5 * walks[0], walks  # 4x the pieces: about 2x the walk
+    # lattice_finish: a piece's exact solve and route back (4,316 steps on both); its last block's
+    # scans add about 4 pieces / 256 + 16 steps to a thread (three walks of a step per piece before:
+    # 6,144 on 4 MB)
+    assert finish[1] <= finish[0] + 64, finish
 
 
 @pytest.mark.parametrize("seed", range(6))
