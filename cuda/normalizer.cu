@@ -8,8 +8,8 @@
 //                    takes (a match starts where the previous one ended, which no thread can know
 //                    locally: speculative walks per chunk, joined; see "the walk, in chunks") and,
 //                    per step, how many leading spaces to drop and how many bytes it emits.
-//   normalize_trim_steps  one thread per byte (when collapsing): strips trailing space symbols
-//                    from the counts, before the scan (see "trailing symbols").
+//   normalize_slots  one thread per slot: strips trailing space symbols from the counts when
+//                    collapsing (see "trailing symbols"), then their scan by decoupled look-back.
 //   normalize_write  one thread per byte: writes the emitted bytes of the step starting there at
 //                    its place from the exclusive scan of the counts; in the packed layout it also
 //                    writes every row's offset and alignment end entry, so the output is final.
@@ -18,6 +18,7 @@
 // Counts live in "slots": slot offsets[r] + r is string r's dummy prefix, slot i + r + 1 is byte i
 // of string r, so one scan over the slots places everything, dummy prefixes included.
 #include "double_array.cuh"
+#include "lookback.cuh"
 #include "step_counter.cuh"
 #include "utf8.cuh"
 
@@ -47,11 +48,13 @@ normalize_match(const int* __restrict__ state, const int* __restrict__ check, co
                 const u8* __restrict__ eow, int trie_size, const u8* __restrict__ data,
                 const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes, int* __restrict__ steps,
                 int* __restrict__ sources, i64* __restrict__ row_last, i64* __restrict__ counts,
-                int* __restrict__ drops) {
+                int* __restrict__ drops, u64* __restrict__ zeroed, i64 n_zeroed) {
     const i64 t = global_thread_index();
-    // zero every count the emission may leave unwritten: thread r <= n_rows the dummy slot of row r
-    // (slot offsets[n_rows] + n_rows is the straddle flag after all slots), thread t byte t's slot
-    if (t <= n_rows) counts[offsets[t] + t] = 0;
+    // the straddle flag and the look-back words of normalize_chunk_land_join and normalize_slots
+    if (t < n_zeroed) zeroed[t] = 0;
+    // zero every count the emission may leave unwritten: thread r < n_rows the dummy slot of row r,
+    // thread t byte t's slot
+    if (t < n_rows) counts[offsets[t] + t] = 0;
     if (t < n_rows) row_last[t] = -1;  // no step with output other than symbols seen yet
     if (t >= n_bytes) return;
     const i64 r = string_of_byte(offsets, n_rows, t), end = offsets[r + 1];
@@ -80,13 +83,14 @@ normalize_match(const int* __restrict__ state, const int* __restrict__ check, co
 // visits is a serial question, but walks started at different positions of the same text meet
 // within a few steps (a step is a character or a charsmap key, and both re-align at the next
 // character start), so the walk is cut into chunks of NORMALIZE_CHUNK bytes of the batch:
-//   normalize_chunk_land    per chunk: the walk of the string crossing the chunk's end, from the
-//                           chunk's start (speculative) or from the string's start (exact), to
-//                           its first position past the chunk: land[c].
-//   normalize_chunk_join    per chunk: the walk from the previous chunk's landing (the true
-//                           entry if the earlier chunks were right) to past the chunk: exit[c],
-//                           and the space state it leaves (state[c]). exit[c] != land[c] means
-//                           the walks did not meet inside the chunk: the string is marked.
+//   normalize_chunk_land_join  per chunk, land: the walk of the string crossing the chunk's end,
+//                           from the chunk's start (speculative) or from the string's start
+//                           (exact), to its first position past the chunk: land[c]; then, once
+//                           the chunk before has landed, join: the walk from the previous chunk's
+//                           landing (the true entry if the earlier chunks were right) to past the
+//                           chunk: exit[c], and the space state it leaves (state[c]).
+//                           exit[c] != land[c] means the walks did not meet inside the chunk: the
+//                           string is marked.
 //   normalize_chunk_resolve per marked string: redoes its chunks in order from the first marked
 //                           one, each from the true entry (O(1) per chunk where the entry is the
 //                           one the join assumed). Exact; serial only where walks never meet.
@@ -96,7 +100,8 @@ normalize_match(const int* __restrict__ state, const int* __restrict__ check, co
 // Space state: when collapsing, a step's leading spaces are dropped after a space. A step with an
 // empty output leaves the state as it was; any other step sets it to "its last byte is a space"
 // (NORMALIZE_KEEP marks "no such step yet"). The state entering a chunk is that of the last chunk
-// before it that set one (found by binary search on `set_count`, the inclusive sum of `sets`).
+// before it that set one (in the emission's tile of GT_BLOCK chunks by a running maximum, else by
+// a look-back over the earlier tiles, 32 a step: a step per 32 tiles of chunks that set none).
 // Per thread: at most NORMALIZE_CHUNK steps plus one per string starting in the chunk (land,
 // join, emit), and O(log) searches; resolve walks only the chunks whose entry was wrong.
 #define NORMALIZE_CHUNK 256
@@ -134,11 +139,9 @@ __device__ __forceinline__ i64 crossing_string(const i64* offsets, i64 n_rows, i
     return offsets[r + 1] > stop ? r : -1;
 }
 
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-normalize_chunk_land(const int* __restrict__ steps, const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes,
-                     i64 n_chunks, i64* __restrict__ land, i64* __restrict__ first_marked) {
-    const i64 c = global_thread_index();
-    if (c >= n_chunks) return;
+// Chunk c's landing (land[c]); strings starting in it start unmarked.
+__device__ __forceinline__ void land_chunk(const int* steps, const i64* offsets, i64 n_rows, i64 n_bytes, i64 c,
+                                           i64* land, i64* first_marked) {
     const i64 begin = chunk_begin_of(c), stop = min(begin + NORMALIZE_CHUNK, n_bytes);
     // Every non-empty string starting here starts unmarked (empty ones are skipped by the search).
     for (i64 at = begin; at < stop;) {
@@ -154,20 +157,17 @@ normalize_chunk_land(const int* __restrict__ steps, const i64* __restrict__ offs
     land[c] = i;
 }
 
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-normalize_chunk_join(const int* __restrict__ steps, const int* __restrict__ sources, const u8* __restrict__ targets,
-                     const i64* __restrict__ target_offsets, const u8* __restrict__ data,
-                     const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes, i64 n_chunks, int collapse,
-                     const i64* __restrict__ land, i64* __restrict__ exits, i64* __restrict__ entries,
-                     i64* __restrict__ states, i64* __restrict__ sets, i64* __restrict__ first_marked) {
-    const i64 c = global_thread_index();
-    if (c >= n_chunks) return;
+// Chunk c's walk from chunk c - 1's landing (land[c - 1] written): its entry, exit and state; the
+// crossing string is marked where the walks did not meet.
+__device__ __forceinline__ void join_chunk(const int* steps, const int* sources, const u8* targets,
+                                           const i64* target_offsets, const u8* data, const i64* offsets, i64 n_rows,
+                                           i64 n_bytes, i64 c, int collapse, const i64* land, i64* exits,
+                                           i64* entries, i64* states, i64* first_marked) {
     const i64 begin = chunk_begin_of(c), stop = min(begin + NORMALIZE_CHUNK, n_bytes);
     const i64 first = string_of_byte(offsets, n_rows, begin);
     if (offsets[first] < begin) entries[c] = land[c - 1];  // a string continued from chunk c - 1
     const i64 r = crossing_string(offsets, n_rows, n_bytes, c);
     states[c] = 0;  // a chunk nothing crosses has no successor to hand a state to
-    sets[c] = 1;
     if (r < 0) return;
     const bool continued = offsets[r] < begin;
     int state = continued ? NORMALIZE_KEEP : collapse;
@@ -175,7 +175,6 @@ normalize_chunk_join(const int* __restrict__ steps, const int* __restrict__ sour
                                 stop, collapse, &state);
     exits[c] = exit;
     states[c] = state;
-    sets[c] = state != NORMALIZE_KEEP;  // summed into set_count on the host side
     if (exit != land[c]) atomicMin((unsigned long long*)&first_marked[r], (unsigned long long)c);
 }
 
@@ -184,7 +183,7 @@ normalize_chunk_resolve(const int* __restrict__ steps, const int* __restrict__ s
                         const u8* __restrict__ targets, const i64* __restrict__ target_offsets,
                         const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes,
                         int collapse, const i64* __restrict__ land, i64* __restrict__ exits,
-                        i64* __restrict__ entries, i64* __restrict__ states, i64* __restrict__ sets,
+                        i64* __restrict__ entries, i64* __restrict__ states,
                         const i64* __restrict__ first_marked) {
     const i64 r = global_thread_index();
     if (r >= n_rows || offsets[r] == offsets[r + 1] || first_marked[r] == NORMALIZE_NONE) return;
@@ -203,8 +202,37 @@ normalize_chunk_resolve(const int* __restrict__ steps, const int* __restrict__ s
         i = walk_state(steps, sources, targets, target_offsets, data, i, stop, collapse, &state);
         exits[c] = i;
         states[c] = state;
-        sets[c] = state != NORMALIZE_KEEP;
     }
+}
+
+// Lands and joins in one launch: tiles of GT_BLOCK chunks in launch order (lookback_tile on
+// order[0]); a tile joins once it and the tile before it have landed (order[1 + t] set: the tile
+// before waited the same way, so every earlier chunk has landed and set its strings unmarked).
+// `order` (1 + gridDim.x words) is zeroed by normalize_match.
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+normalize_chunk_land_join(const int* __restrict__ steps, const int* __restrict__ sources,
+                          const u8* __restrict__ targets, const i64* __restrict__ target_offsets,
+                          const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes,
+                          i64 n_chunks, int collapse, u64* __restrict__ order, i64* __restrict__ land,
+                          i64* __restrict__ exits, i64* __restrict__ entries, i64* __restrict__ states,
+                          i64* __restrict__ first_marked) {
+    __shared__ i64 tile_slot;
+    const i64 tile = lookback_tile(order, &tile_slot);
+    const i64 c = tile * GT_BLOCK + threadIdx.x;
+    if (c < n_chunks) land_chunk(steps, offsets, n_rows, n_bytes, c, land, first_marked);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (tile > 0) {
+            while (atomicAdd(&order[tile], 0ull) == 0) __nanosleep(64);
+        }
+        __threadfence();
+        atomicExch(&order[1 + tile], 1ull);
+    }
+    __syncthreads();
+    if (c < n_chunks)
+        join_chunk(steps, sources, targets, target_offsets, data, offsets, n_rows, n_bytes, c, collapse, land, exits,
+                   entries, states, first_marked);
 }
 
 // ---------------------------------------------------------------- trailing symbols
@@ -262,35 +290,74 @@ __device__ __forceinline__ void emit_step(const int* steps, const int* sources, 
         atomicMax(&row_last[r], i);
 }
 
-// The space state entering chunk c of a continued string: that of the last chunk before c that
-// set one. set_count[j]: how many chunks up to j set one (states[j] != NORMALIZE_KEEP).
-__device__ __forceinline__ bool state_entering(const i64* states, const i64* set_count, i64 c) {
-    const i64 want = set_count[c - 1];
-    i64 lo = 0, hi = c - 1;  // the first j with set_count[j] == want
-    while (lo < hi) {
+// The space state code entering tile `tile` of normalize_chunk_emit (0: no earlier chunk set a
+// state, else 1 + the state of the last one that did), by a decoupled look-back over the tiles'
+// status words, whose value is such a code: a tile's own (its last setting chunk's) as soon as it
+// has it, the code leaving it once known (INCLUSIVE). The nearest earlier tile whose word decides
+// (INCLUSIVE, or a chunk of it set a state) gives it, 32 tiles at a time (the lanes of warp 0; every
+// lane gets it). Publishes the code leaving the tile (`own`, else the one entering it).
+__device__ __forceinline__ i64 entering_code(u64* status, i64 tile, i64 own) {
+    const int lane = (int)(threadIdx.x & 31u);
+    i64 code = 0;
+    for (i64 top = tile - 1; top >= 0; top -= 32) {
         GT_STEP();
-        const i64 mid = lo + (hi - lo) / 2;
-        if (set_count[mid] < want) lo = mid + 1; else hi = mid;
+        const i64 j = top - lane;
+        u64 word = GT_LOOKBACK_INCLUSIVE;  // before tile 0: nothing set, decided
+        if (j >= 0) {
+            while (((word = atomicAdd(&status[1 + j], 0ull)) >> 62) == 0) __nanosleep(64);
+        }
+        const unsigned decided = __ballot_sync(0xffffffffu, (word >> 62) == 2 || (word & GT_LOOKBACK_VALUE) != 0);
+        if (!decided) continue;
+        const int nearest = __ffs((int)decided) - 1;
+        code = __shfl_sync(0xffffffffu, (i64)(word & GT_LOOKBACK_VALUE), nearest);
+        break;
     }
-    return states[lo] == 1;
+    if (lane == 0 && tile > 0) atomicExch(&status[1 + tile], GT_LOOKBACK_INCLUSIVE | (u64)(own ? own : code));
+    return code;
 }
 
+// Whether the space state entering chunk c (tile c / GT_BLOCK of normalize_chunk_emit) is "a
+// space": that of the last chunk before it that set one (states[j] != NORMALIZE_KEEP; a continued
+// string's first chunk always does), found in the tile by a running maximum, else from the code
+// entering the tile (entering_code). Call from every thread of the block (it synchronises it).
+// Not inlined: inlined, the emission loop after it spilled 24 bytes on sm_90 (none this way).
+__device__ __noinline__ bool chunk_space_entering(const i64* states, u64* status, i64 n_chunks, i64 c) {
+    __shared__ i64 scratch[GT_WARPS];
+    __shared__ i64 last_set, entering;
+    const i64 tile = c / GT_BLOCK, first = tile * GT_BLOCK;
+    const bool sets = c < n_chunks && states[c] != NORMALIZE_KEEP;
+    const i64 set_before = block_exclusive_max(sets ? (i64)threadIdx.x : -1, -1, scratch);
+    if (threadIdx.x == GT_BLOCK - 1) last_set = sets ? (i64)threadIdx.x : set_before;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        const i64 own = last_set < 0 ? 0 : 1 + states[first + last_set];
+        if (threadIdx.x == 0) lookback_publish_aggregate(status, tile, own);
+        const i64 code = entering_code(status, tile, own);
+        if (threadIdx.x == 0) entering = code;
+    }
+    __syncthreads();
+    return set_before >= 0 ? states[first + set_before] == 1 : entering == 2;
+}
+
+// A thread per chunk, tiles in launch order (status: 1 + gridDim.x words zeroed by normalize_match):
+// walks the true positions of every string piece in the chunk, a continued string's piece from the
+// space state entering the chunk (chunk_space_entering).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 normalize_chunk_emit(const int* __restrict__ steps, const int* __restrict__ sources, const u8* __restrict__ targets,
                      const i64* __restrict__ target_offsets, const u8* __restrict__ data,
                      const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes, i64 n_chunks,
                      const u8* __restrict__ symbol, int symbol_length, int collapse, int dummy,
-                     const i64* __restrict__ entries, const i64* __restrict__ states,
-                     const i64* __restrict__ set_count, i64* __restrict__ counts, int* __restrict__ drops,
-                     i64* __restrict__ row_last, i64* __restrict__ slot_offsets) {
-    const i64 c = global_thread_index();
-    if (c == 0) slot_offsets[0] = 0;  // the scan writes the rest
+                     const i64* __restrict__ entries, const i64* __restrict__ states, u64* __restrict__ status,
+                     i64* __restrict__ counts, int* __restrict__ drops, i64* __restrict__ row_last) {
+    __shared__ i64 tile_slot;
+    const i64 c = lookback_tile(status, &tile_slot) * GT_BLOCK + threadIdx.x;
+    const bool space_entering = chunk_space_entering(states, status, n_chunks, c);
     if (c >= n_chunks) return;
     const i64 begin = chunk_begin_of(c), stop = min(begin + NORMALIZE_CHUNK, n_bytes);
     for (i64 at = begin; at < stop;) {
         const i64 r = string_of_byte(offsets, n_rows, at), row_begin = offsets[r], row_end = offsets[r + 1];
         const bool continued = row_begin < begin;
-        bool prev_space = continued ? state_entering(states, set_count, c) : collapse != 0;
+        bool prev_space = continued ? space_entering : collapse != 0;
         for (i64 i = continued ? entries[c] : row_begin; i < min(row_end, stop); i += steps[i]) {
             GT_STEP();
             emit_step(steps, sources, targets, target_offsets, data, i, r, row_begin, symbol, symbol_length, collapse,
@@ -300,26 +367,60 @@ normalize_chunk_emit(const int* __restrict__ steps, const int* __restrict__ sour
     }
 }
 
-// Per byte t: the counts of row r's steps after row_last[r] dropped, the trailing copies of the
-// symbol of the step at row_last[r] taken off (*straddle = 1 when its rest may end a copy that
-// began in an earlier step), the dummy prefix of a row with nothing left dropped.
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-normalize_trim_steps(const int* __restrict__ steps, const int* __restrict__ sources, const u8* __restrict__ targets,
-                     const i64* __restrict__ target_offsets, const u8* __restrict__ data,
-                     const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes, const u8* __restrict__ symbol,
-                     int symbol_length, const int* __restrict__ drops, const i64* __restrict__ row_last,
-                     i64* __restrict__ counts, i64* __restrict__ straddle) {
-    const i64 t = global_thread_index();
-    if (t >= n_bytes) return;
-    const i64 r = string_of_byte(offsets, n_rows, t), begin = offsets[r], last = row_last[r], slot = t + r + 1;
-    if (t == begin && last < 0) counts[begin + r] = 0;
-    if (counts[slot] == 0 || t < last) return;
-    if (t > last) { counts[slot] = 0; return; }
+// The row of slot s: the last r with offsets[r] + r <= s (those starts ascend strictly).
+__device__ __forceinline__ i64 row_of_slot(const i64* offsets, i64 n_rows, i64 s) {
+    i64 lo = 0, hi = n_rows;  // answer in [lo, hi)
+    while (hi - lo > 1) {
+        const i64 mid = lo + (hi - lo) / 2;
+        if (offsets[mid] + mid <= s) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+// Slot s's count once trimmed (when collapsing): the counts of row r's steps after row_last[r]
+// dropped, the trailing copies of the symbol of the step at row_last[r] taken off (*straddle = 1
+// when its rest may end a copy that began in an earlier step), the dummy prefix of a row with
+// nothing left dropped.
+__device__ __forceinline__ i64 trimmed_count(const int* steps, const int* sources, const u8* targets,
+                                             const i64* target_offsets, const u8* data, const i64* offsets,
+                                             i64 n_rows, i64 s, const u8* symbol, int symbol_length, const int* drops,
+                                             const i64* row_last, const i64* counts, i64* straddle) {
+    const i64 r = row_of_slot(offsets, n_rows, s), last = row_last[r], t = s - r - 1;
+    if (s == offsets[r] + r) return last < 0 ? 0 : counts[s];  // the dummy prefix
+    if (counts[s] == 0 || t < last) return counts[s];
+    if (t > last) return 0;
     const StepOutput o(sources[t], t, steps[t], target_offsets);
     i64 whole;
     if (trailing_symbols(o, o.begin + drops[t], targets, data, symbol, symbol_length, &whole) == TRAIL_STRADDLE)
         *straddle = 1;
-    counts[slot] -= whole * symbol_length;
+    return counts[s] - whole * symbol_length;
+}
+
+// A thread per slot s < n_slots (tiles in launch order): its count, trimmed when collapsing, and
+// slot_offsets[s + 1], the inclusive sum of the counts by a decoupled look-back scan (status: 1 +
+// gridDim.x words zeroed by normalize_match, as is the straddle flag slot_offsets[n_slots + 1], which
+// the host reads with the total). Thread 0 writes slot_offsets[0].
+extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+normalize_slots(const int* __restrict__ steps, const int* __restrict__ sources, const u8* __restrict__ targets,
+                const i64* __restrict__ target_offsets, const u8* __restrict__ data,
+                const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes, const u8* __restrict__ symbol,
+                int symbol_length, int collapse, const int* __restrict__ drops, const i64* __restrict__ row_last,
+                i64* __restrict__ counts, u64* __restrict__ status, i64* __restrict__ slot_offsets) {
+    __shared__ i64 scratch[GT_WARPS];
+    __shared__ i64 tile_slot, prior;
+    const i64 tile = lookback_tile(status, &tile_slot);
+    const i64 s = tile * GT_BLOCK + threadIdx.x, n_slots = n_bytes + n_rows;
+    i64 count = 0;
+    if (s < n_slots) {
+        count = collapse ? trimmed_count(steps, sources, targets, target_offsets, data, offsets, n_rows, s, symbol,
+                                         symbol_length, drops, row_last, counts, slot_offsets + n_slots + 1)
+                         : counts[s];
+        counts[s] = count;
+    }
+    i64 total;
+    const i64 before = lookback_prefix(count, status, tile, scratch, &prior, &total);
+    if (s < n_slots) slot_offsets[s + 1] = before + count;
+    if (s == 0) slot_offsets[0] = 0;
 }
 
 // Writes the counts[slot] bytes the step at t emits (fewer than its output when trimmed). Packed:

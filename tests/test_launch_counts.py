@@ -29,30 +29,38 @@ BOUNDS = {
     # was (62, 11, 15) before the per-byte pre-token marks and device-resident tables, (24, 2, 2) before
     # pretokenize_summary composed the super summaries (one launch less for every split's marks), (23, 2,
     # 2) before bpe_pre_tokens packed the marks by look-back (a zero fill for the marks' test and scan),
-    # (22, 2, 2) before pretokenize_land_join (one launch less for every split's marks)
-    "encode": (21, 2, 2),
+    # (22, 2, 2) before pretokenize_land_join (one launch less for every split's marks), (21, 2, 2) before the
+    # normalizer's scans ran in its kernels (normalize_chunk_land_join, the emission's space state and
+    # normalize_slots' slot offsets by look-back: three launches less for every encode)
+    "encode": (18, 2, 2),
     "segment": (10, 1, 2),  # was (100, 20, 3) before the fused kernels (cuda/segment.cu's segment_*)
     "crf_decode": (2, 1, 6),  # was (2, 1, 8) before the weights stayed on the device
     # the lattice models, was (85, 14, 3) and (116, 19, 4) on the staged path (pre-token lists, host reads)
-    "encode_unigram": (17, 3, 2),
-    "encode_bytepiece": (23, 3, 2),
-    "encode_split_none": (18, 2, 2),  # BPE with split="none"; was (32, 7, 2) before its marks (each text's start)
-    # BPE with user symbols: was (108, 22, 2) on the staged path (symbol matches resolved on the host)
-    "encode_user_symbols": (21, 2, 2),
+    # (17, 3, 2) and (23, 3, 2) before the normalizer's scans ran in its kernels (as encode's)
+    "encode_unigram": (14, 3, 2),
+    "encode_bytepiece": (20, 3, 2),
+    # BPE with split="none"; was (32, 7, 2) before its marks (each text's start), (18, 2, 2) before the
+    # normalizer's scans ran in its kernels
+    "encode_split_none": (15, 2, 2),
+    # BPE with user symbols: was (108, 22, 2) on the staged path (symbol matches resolved on the host),
+    # (21, 2, 2) before the normalizer's scans ran in its kernels
+    "encode_user_symbols": (18, 2, 2),
     # BPE with a dictionary cutter: its Segmenter's best paths (6 launches and a zeroed buffer, no host
     # read) marked in the Han pre-tokens by pretokenize_cuts; was (35, 3, 2) with the words listed
     # (segment_words, a prefix sum, the word count, segment_compact, pretokenize_mark_words),
     # (75, 17, 2) on the staged path (pre-token lists, Han spans gathered on the host's word),
-    # (74, 17, 4) before the segmenter's weights stayed on the device
-    "encode_cn": (28, 2, 2),
+    # (74, 17, 4) before the segmenter's weights stayed on the device, (28, 2, 2) before the normalizer's
+    # scans ran in its kernels
+    "encode_cn": (25, 2, 2),
     # the lattice models with a dictionary cutter: the marks path as BPE's (the segmenter's best paths
     # marked in the Han pre-tokens) into lattice_encode; was (128, 24, 3) and (149, 29, 4) on the staged
-    # path (pre-token lists)
-    "encode_unigram_cn": (30, 3, 2),
-    "encode_bytepiece_cn": (30, 3, 2),
+    # path (pre-token lists), (30, 3, 2) before the normalizer's scans ran in its kernels
+    "encode_unigram_cn": (27, 3, 2),
+    "encode_bytepiece_cn": (27, 3, 2),
     # BytePiece with user symbols: PreTokenizer.symbol_marks into lattice_encode (each symbol's span one
-    # id); was (180, 34, 3) on the staged path (symbol matches resolved on the host)
-    "encode_bytepiece_user_symbols": (23, 3, 2),
+    # id); was (180, 34, 3) on the staged path (symbol matches resolved on the host), (23, 3, 2) before the
+    # normalizer's scans ran in its kernels
+    "encode_bytepiece_user_symbols": (20, 3, 2),
 }
 # The issue's targets: (≤ 25 launches, ≤ 3 syncs, 0 table uploads after the first call).
 TARGET_LAUNCHES, TARGET_SYNCS = 25, 3
@@ -64,7 +72,7 @@ INPUT_UPLOADS = {"encode": 2, "segment": 2, "crf_decode": 6, "encode_unigram": 2
 TARGETS = {"encode": (True, True, True), "segment": (True, True, True), "crf_decode": (True, True, True),
            "encode_unigram": (True, True, True), "encode_bytepiece": (True, True, True),
            "encode_split_none": (True, True, True), "encode_user_symbols": (True, True, True),
-           "encode_cn": (False, True, True), "encode_unigram_cn": (False, True, True),
+           "encode_cn": (True, True, True), "encode_unigram_cn": (False, True, True),
            "encode_bytepiece_cn": (False, True, True), "encode_bytepiece_user_symbols": (True, True, True)}
 
 

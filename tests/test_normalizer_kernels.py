@@ -84,8 +84,8 @@ def test_real_charsmap_and_long_strings(backend):
 
 # ---------------------------------------------------------------- the chunked walk (issue 16)
 CHUNK = 256  # gpu_text.cuda_ops.normalizer.CHUNK; spelled out so that a change is seen here
-WALK_KERNELS = ("normalize_match", "normalize_chunk_land", "normalize_chunk_join", "normalize_chunk_resolve",
-                "normalize_chunk_emit")
+WALK_KERNELS = ("normalize_match", "normalize_chunk_land_join", "normalize_chunk_resolve", "normalize_chunk_emit",
+                "normalize_slots")
 
 
 def test_chunk_size_is_the_kernels():
@@ -111,6 +111,18 @@ def test_strings_across_chunk_boundaries(backend):
     strings += [b" " * (4 * CHUNK) + b"x", "\u200b".encode() * (2 * CHUNK) + b" a", b"", b""]
     for normalizer in normalizers():
         assert_all_match(normalizer, strings, backend)
+
+
+def test_space_state_carried_across_emission_tiles():
+    """Deletions (U+200B) longer than an emission tile (a block of chunks) after a space and after a
+    letter: no chunk of the deletions sets a space state, so each space after them is dropped or
+    kept by the state that a look-back over earlier tiles carries in (entering_code)."""
+    from tests.emulated_backend import emulated_backend
+
+    tile_bytes = 256 * CHUNK  # a block of chunks
+    deleted = "\u200b".encode() * (tile_bytes // 3 * 2 + 5)  # over two tiles: one tile sets nothing at all
+    strings = [b"p", b"a " + deleted + b" b", b"c" + deleted + b"  d", b"e  " + deleted, b"", deleted + b" f"]
+    assert_all_match(Normalizer("test", charsmap_pairs=PAIRS), strings, emulated_backend())
 
 
 def emulated_kernels():
@@ -158,7 +170,7 @@ def test_one_megabyte_row_has_no_long_thread():
     print("longest thread's steps on a 1 MB row:", steps)
     assert max(steps.values()) <= 2 * CHUNK, steps
     assert steps["normalize_chunk_resolve"] == 0  # the walks met in every chunk
-    assert steps["normalize_chunk_join"] >= CHUNK // 4  # it did walk the chunks
+    assert steps["normalize_chunk_land_join"] >= CHUNK // 4  # it did walk the chunks
 
 
 def test_trailing_symbols_stripped_before_the_scan(backend):

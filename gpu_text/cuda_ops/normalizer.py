@@ -14,29 +14,26 @@ CHUNK = 256
 
 
 def _walk(rt: KernelRuntime, step_args: tuple, n_rows: int, n_bytes: int, symbol: Any,
-          flags: tuple[np.int32, np.int32], counts: Any, drops: Any, row_last: Any, slot_offsets: Any) -> None:
+          flags: tuple[np.int32, np.int32], counts: Any, drops: Any, row_last: Any, order: Any, status: Any) -> None:
     """The steps every string takes and what each emits (``counts``, ``drops``, ``row_last``),
-    chunk-parallel: speculative walks per chunk, joined, the strings whose walks did not meet
-    redone exactly, then the emission with the space state carried across chunks
-    (``cuda/normalizer.cu``); it also sets ``slot_offsets[0]``."""
+    chunk-parallel: speculative walks per chunk landed and joined (one launch, its tiles in order
+    by ``order``), the strings whose walks did not meet redone exactly, then the emission with the
+    space state carried across chunks by a look-back (``status``) (``cuda/normalizer.cu``; both
+    zeroed, ``1 + blocks_for(chunks)`` words each)."""
     xp = rt.xp
     n_chunks = -(-n_bytes // CHUNK)
     grid = blocks_for(n_chunks, BLOCK)
-    # per chunk: land, exits, entries, states, whether it sets a state and how many up to it do
-    land, exits, entries, states, sets, set_count = xp.empty((6, n_chunks), xp.int64)
+    # per chunk: land, exits, entries and the space state it leaves
+    land, exits, entries, states = xp.empty((4, n_chunks), xp.int64)
     first_marked = xp.empty(n_rows, xp.int64)
-    steps, _, _, _, _, offsets, rows = step_args
     sizes = (i64(n_bytes), i64(n_chunks))
-    launch(rt.function("normalizer", "normalize_chunk_land"), grid, (steps, offsets, rows, *sizes, land, first_marked))
-    launch(rt.function("normalizer", "normalize_chunk_join"), grid,
-           (*step_args, *sizes, flags[0], land, exits, entries, states, sets, first_marked))
+    launch(rt.function("normalizer", "normalize_chunk_land_join"), grid,
+           (*step_args, *sizes, flags[0], order, land, exits, entries, states, first_marked))
     launch(rt.function("normalizer", "normalize_chunk_resolve"), blocks_for(n_rows, BLOCK),
-           (*step_args, i64(n_bytes), flags[0], land, exits, entries, states, sets, first_marked))
-    if n_chunks:
-        xp.cumsum(sets, out=set_count)
-    launch(rt.function("normalizer", "normalize_chunk_emit"), max(grid, 1),
-           (*step_args, *sizes, symbol, np.int32(symbol.size), *flags, entries, states, set_count, counts, drops,
-            row_last, slot_offsets))
+           (*step_args, i64(n_bytes), flags[0], land, exits, entries, states, first_marked))
+    launch(rt.function("normalizer", "normalize_chunk_emit"), grid,
+           (*step_args, *sizes, symbol, np.int32(symbol.size), *flags, entries, states, status, counts, drops,
+            row_last))
 
 
 def normalize_text(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any, targets: Any,
@@ -56,23 +53,24 @@ def normalize_text(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: A
     sources = xp.empty(n_bytes, xp.int32)
     row_last = xp.empty(n_rows, xp.int64)
     n_slots = n_bytes + n_rows
-    # the counts of every slot and the straddle flag after them (zeroed by normalize_match)
-    scratch = xp.empty(n_slots + 1, xp.int64)
-    counts, straddle = scratch[:n_slots], scratch[n_slots:]
+    counts = xp.empty(n_slots, xp.int64)
     drops = xp.empty(n_bytes, xp.int32)
-    launch(rt.function("normalizer", "normalize_match"), blocks_for(max(n_bytes, n_rows + 1), BLOCK),
+    walk_tiles, slot_tiles = blocks_for(-(-n_bytes // CHUNK), BLOCK), max(blocks_for(n_slots, BLOCK), 1)
+    # the slot offsets, then what normalize_match zeroes: the straddle flag (read with the total),
+    # the land-join tiles' order, the emission's and normalize_slots' look-back status
+    words = xp.empty(n_slots + 5 + 2 * walk_tiles + slot_tiles, xp.int64)
+    slot_offsets, zeroed = words[:n_slots + 2], words[n_slots + 1:].view(xp.uint64)
+    order, emit_status = zeroed[1:2 + walk_tiles], zeroed[2 + walk_tiles:3 + 2 * walk_tiles]
+    status = zeroed[3 + 2 * walk_tiles:]
+    launch(rt.function("normalizer", "normalize_match"), blocks_for(max(n_bytes, n_rows + 1, zeroed.size), BLOCK),
            (state, check, label, eow, np.int32(state.size), data, offsets, i64(n_rows), i64(n_bytes), steps, sources,
-            row_last, scratch, drops))
+            row_last, counts, drops, zeroed, i64(zeroed.size)))
     step_args = (steps, sources, targets, target_offsets, data, offsets, i64(n_rows))
-    slot_offsets = xp.empty(n_slots + 2, xp.int64)
-    _walk(rt, step_args, n_rows, n_bytes, symbol, flags, counts, drops, row_last, slot_offsets)
-    if collapse:
-        launch(rt.function("normalizer", "normalize_trim_steps"), blocks_for(n_bytes, BLOCK),
-               (*step_args, i64(n_bytes), symbol, np.int32(symbol.size), drops, row_last, counts, straddle))
-    # the flag rides on the scan: the last two sums are the total and the total plus the flag
-    xp.cumsum(scratch[:n_slots + 1], out=slot_offsets[1:])
+    _walk(rt, step_args, n_rows, n_bytes, symbol, flags, counts, drops, row_last, order, emit_status)
+    launch(rt.function("normalizer", "normalize_slots"), slot_tiles,
+           (*step_args, i64(n_bytes), symbol, np.int32(symbol.size), flags[0], drops, row_last, counts, status,
+            slot_offsets))
     total, flagged = (int(v) for v in to_host(slot_offsets[-2:]))
-    flagged -= total
     out = xp.empty(total, xp.uint8)
     write = rt.function("normalizer", "normalize_write")
     write_args = (*step_args, i64(n_bytes), symbol, np.int32(symbol.size), counts, slot_offsets, drops)
