@@ -205,6 +205,20 @@ normalize_chunk_resolve(const int* __restrict__ steps, const int* __restrict__ s
     }
 }
 
+// Returns (to every thread of the block) once tile `tile` has done its part and every earlier tile
+// has: order[1 + t] is set when tile t and all before it have (thread 0 of each waits for the flag
+// of the tile before, which started earlier and never waits on a later one).
+__device__ __forceinline__ void after_earlier_tiles(u64* order, i64 tile) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        while (tile > 0 && atomicAdd(&order[tile], 0ull) == 0) __nanosleep(64);
+        __threadfence();
+        atomicExch(&order[1 + tile], 1ull);
+    }
+    __syncthreads();
+}
+
 // Lands and joins in one launch: tiles of GT_BLOCK chunks in launch order (lookback_tile on
 // order[0]); a tile joins once it and the tile before it have landed (order[1 + t] set: the tile
 // before waited the same way, so every earlier chunk has landed and set its strings unmarked).
@@ -220,16 +234,7 @@ normalize_chunk_land_join(const int* __restrict__ steps, const int* __restrict__
     const i64 tile = lookback_tile(order, &tile_slot);
     const i64 c = tile * GT_BLOCK + threadIdx.x;
     if (c < n_chunks) land_chunk(steps, offsets, n_rows, n_bytes, c, land, first_marked);
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        if (tile > 0) {
-            while (atomicAdd(&order[tile], 0ull) == 0) __nanosleep(64);
-        }
-        __threadfence();
-        atomicExch(&order[1 + tile], 1ull);
-    }
-    __syncthreads();
+    after_earlier_tiles(order, tile);
     if (c < n_chunks)
         join_chunk(steps, sources, targets, target_offsets, data, offsets, n_rows, n_bytes, c, collapse, land, exits,
                    entries, states, first_marked);

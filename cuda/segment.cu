@@ -257,24 +257,23 @@ viterbi_loss(const u8* __restrict__ data, const i64* __restrict__ span_starts, c
 // flags holds 2 (n + 1) bytes: flags[t] marks a word starting at byte t, flags[n + 1 + t] a word
 // ending at t (two arrays: a run's end and the next row's first word may share a byte).
 
+// The counters of the kernels after segment_marks (GT_COUNTERS words, zeroed by segment_marks):
+// [0] segment_pieces' finished blocks, [1] long runs, [2] segment_finish's finished blocks, [3] long
+// runs' last pieces, [4] segment_resolve's finished blocks, [5] segments' heads.
+#define GT_COUNTERS 6
+
 // One byte's marks (segment_marks' first blocks): a bounded look at the characters around it (its
-// row from a search between the block's first and last rows).
-__device__ void byte_marks(const u8* data, i64 n, const i64* offsets, i64 n_rows, int jieba_mode, u8* flags,
-                           int* ids, i64* runs, u64* counters, i64* shared_rows) {
-    const i64 i = global_thread_index();
-    const i64 first = (i64)blockIdx.x * blockDim.x;
-    const RowRange rows = block_rows(offsets, n_rows, first, first + blockDim.x - 1, shared_rows);
-    if (i >= n || n_rows == 0 || i < offsets[0] || i >= offsets[n_rows]) return;
+// row from a search between the block's first and last rows); true where a run starts at it.
+__device__ __forceinline__ bool mark_byte(const u8* data, i64 n, const i64* offsets, i64 n_rows, int jieba_mode,
+                                          u8* flags, int* ids, RowRange rows, i64 i) {
+    if (i >= n || n_rows == 0 || i < offsets[0] || i >= offsets[n_rows]) return false;
     const i64 r = row_between(offsets, rows, i);
     const Row row = {offsets[r], offsets[r + 1]};
-    if (!utf8_starts_char(data, i, row.begin, row.end)) return;
+    if (!utf8_starts_char(data, i, row.begin, row.end)) return false;
     const u8 kind = kind_at(data, i, row.begin, row.end, jieba_mode);
-    if (kind == KIND_DROP) return;
+    if (kind == KIND_DROP) return false;
     const Char c = char_at(data, i, row.end);
-    if (run_char(c.cp, jieba_mode)) {
-        if (kind == KIND_START_RUN) runs[atomicAdd(&counters[0], 1ull)] = i;
-        return;
-    }
+    if (run_char(c.cp, jieba_mode)) return kind == KIND_START_RUN;
     if (kind == KIND_START) {
         flags[i] = 1;
         ids[i] = -1;
@@ -282,6 +281,25 @@ __device__ void byte_marks(const u8* data, i64 n, const i64* offsets, i64 n_rows
     const i64 next = i + c.len;
     const bool token_ends = next == row.end || kind_at(data, next, row.begin, row.end, jieba_mode) != KIND_CONTINUE;
     if (token_ends) flags[n + 1 + next] = 1;
+    return false;
+}
+
+// segment_marks' byte blocks: each byte's marks; the block's run starts listed at runs[first ...]
+// (block_runs[block] of them: no counter that needs zeroing); the zeroing of what later kernels
+// count and mark (counters, path: nothing writes them before).
+__device__ void byte_marks(const u8* data, i64 n, const i64* offsets, i64 n_rows, int jieba_mode, u8* flags,
+                           int* ids, i64* runs, i64* block_runs, u64* counters, u8* path, i64* shared_rows,
+                           int* shared_runs) {
+    const i64 i = global_thread_index();
+    const i64 first = (i64)blockIdx.x * blockDim.x;
+    if (i < n) path[i] = 0;
+    if (i == 0) path[n] = 0;
+    if (i < GT_COUNTERS) counters[i] = 0;
+    if (threadIdx.x == 0) *shared_runs = 0;
+    const RowRange rows = block_rows(offsets, n_rows, first, first + blockDim.x - 1, shared_rows);
+    if (mark_byte(data, n, offsets, n_rows, jieba_mode, flags, ids, rows, i)) runs[first + atomicAdd(shared_runs, 1)] = i;
+    __syncthreads();
+    if (threadIdx.x == 0) block_runs[blockIdx.x] = *shared_runs;
 }
 
 // ---- cut points, forced cuts and frontiers
@@ -425,14 +443,17 @@ __device__ void anchor_cut(i64 j, const int* state, const int* check, const u8* 
 // others: the pre-split marks and the cuts in one launch.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_marks(const u8* __restrict__ data, i64 n, const i64* __restrict__ offsets, i64 n_rows, int jieba_mode,
-              u8* __restrict__ flags, int* __restrict__ ids, i64* __restrict__ runs, u64* __restrict__ counters,
-              i64 marks_blocks, const int* __restrict__ state, const int* __restrict__ check,
+              u8* __restrict__ flags, int* __restrict__ ids, i64* __restrict__ runs, i64* __restrict__ block_runs,
+              u64* __restrict__ counters, u8* __restrict__ path, i64 marks_blocks, const int* __restrict__ state,
+              const int* __restrict__ check,
               const u8* __restrict__ label, const u8* __restrict__ eow, int trie_size, i64 chunk_bytes,
               i64 max_word_bytes, i64 n_anchors, i64* __restrict__ cuts, i64* __restrict__ slot_i,
               int* __restrict__ front_n, int* __restrict__ front_off) {
     __shared__ i64 shared_rows[2];
+    __shared__ int shared_runs;
     if ((i64)blockIdx.x < marks_blocks) {
-        byte_marks(data, n, offsets, n_rows, jieba_mode, flags, ids, runs, counters, shared_rows);
+        byte_marks(data, n, offsets, n_rows, jieba_mode, flags, ids, runs, block_runs, counters, path, shared_rows,
+                   &shared_runs);
         return;
     }
     const i64 j = ((i64)blockIdx.x - marks_blocks) * blockDim.x + threadIdx.x;
@@ -772,17 +793,18 @@ extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 segment_pieces(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
                double tail_score, double weight_bound, int jieba_mode, const u8* __restrict__ data,
-               const i64* __restrict__ offsets, i64 n_rows, i64 chunk_bytes, i64 n_anchors, const i64* __restrict__ runs,
+               const i64* __restrict__ offsets, i64 n_rows, i64 chunk_bytes, i64 n_anchors, i64 n_runs,
+               const i64* __restrict__ runs, const i64* __restrict__ block_runs,
                const i64* __restrict__ cuts, const int* __restrict__ front_n, const int* __restrict__ front_off,
                u64* __restrict__ counters, i64 group,
                double* __restrict__ slot_f, i64* __restrict__ slot_i, double* __restrict__ class_f,
                double* __restrict__ est_f, i64* __restrict__ est_i,
                double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
-    const i64 n_runs = (i64)counters[0];
     const i64 stride = (i64)gridDim.x * blockDim.x;
     const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
     for (i64 r = global_thread_index(); r < n_runs + n_anchors; r += stride) {
         const bool run_start = r < n_runs;
+        if (run_start && r % GT_BLOCK >= block_runs[r / GT_BLOCK]) continue;  // past its block's run starts
         const i64 s = run_start ? runs[r] : cuts[r - n_runs];
         if (s < 0) continue;
         const Row row = row_of(offsets, n_rows, s);
@@ -795,7 +817,7 @@ segment_pieces(const int* __restrict__ state, const int* __restrict__ check, con
             mark_path(s, b, length, path, 1);
             continue;
         }
-        const i64 slot = run_start ? n_anchors + (i64)atomicAdd(&counters[2], 1ull) : r - n_runs;
+        const i64 slot = run_start ? n_anchors + (i64)atomicAdd(&counters[1], 1ull) : r - n_runs;
         i64* fields = slot_i + GT_SLOT_FIELDS * slot;
         double* floats = slot_f + GT_SLOT_FLOATS * slot;
         fields[0] = s;
@@ -810,13 +832,13 @@ segment_pieces(const int* __restrict__ state, const int* __restrict__ check, con
             if (out.n == 1) mark_path(s, b, length, path, 1);
             fields[4] = GT_SLOT_EXACT;
             est_i[GT_EST_INTS * slot + GT_EST_FLAGS] = 0;
-            est_i[GT_EST_INTS * (i64)atomicAdd(&counters[4], 1ull) + GT_EST_LAST] = slot;
+            est_i[GT_EST_INTS * (i64)atomicAdd(&counters[3], 1ull) + GT_EST_LAST] = slot;
             continue;
         }
         // a segment's head: the piece after it in another group of anchors
         const bool head = cuts[next] / chunk_bytes / group != s / chunk_bytes / group;
         est_i[GT_EST_INTS * slot + GT_EST_FLAGS] = head;
-        if (head) est_i[GT_EST_INTS * (i64)atomicAdd(&counters[6], 1ull) + GT_EST_HEADS] = slot;
+        if (head) est_i[GT_EST_INTS * (i64)atomicAdd(&counters[5], 1ull) + GT_EST_HEADS] = slot;
         double* approx = class_f + GT_CLASS_FLOATS * slot + GT_CF_APPROX;
         floats[1] = floats[2] = 0.0;
         for (int f = 0; f < in.n; ++f) {
@@ -831,17 +853,17 @@ segment_pieces(const int* __restrict__ state, const int* __restrict__ check, con
     __shared__ int last_block;
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) last_block = atomicAdd(&counters[1], 1ull) == (u64)gridDim.x - 1;
+    if (threadIdx.x == 0) last_block = atomicAdd(&counters[0], 1ull) == (u64)gridDim.x - 1;
     __syncthreads();
     if (!last_block) return;
     __threadfence();
-    const i64 n_heads = (i64)__ldcg(counters + 6);
+    const i64 n_heads = (i64)__ldcg(counters + 5);
     for (i64 i = threadIdx.x; i < n_heads; i += blockDim.x)
         compose_segment(__ldcg(est_i + GT_EST_INTS * i + GT_EST_HEADS), n_anchors, chunk_bytes, group, front_n,
                         front_off, slot_i, class_f, est_f, est_i);
     __threadfence_block();
     __syncthreads();
-    const i64 n_long = (i64)__ldcg(counters + 4);
+    const i64 n_long = (i64)__ldcg(counters + 3);
     for (i64 r = threadIdx.x; r < n_long; r += blockDim.x)
         estimate_run(r, tail_score, weight_bound, offsets, n_rows, n_anchors, front_n, front_off, slot_i, score,
                      class_f, est_f, est_i);
@@ -1222,11 +1244,11 @@ segment_resolve(const int* __restrict__ state, const int* __restrict__ check, co
     __shared__ int last_block;
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) last_block = atomicAdd(&counters[5], 1ull) == (u64)gridDim.x - 1;
+    if (threadIdx.x == 0) last_block = atomicAdd(&counters[4], 1ull) == (u64)gridDim.x - 1;
     __syncthreads();
     if (!last_block) return;
     __threadfence();
-    const i64 n_long = (i64)counters[4];
+    const i64 n_long = (i64)counters[3];
     const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
     for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
         const i64 last = est_i[GT_EST_INTS * r + GT_EST_LAST];
@@ -1359,18 +1381,18 @@ segment_finish(const int* __restrict__ state, const int* __restrict__ check, con
     __shared__ int last_block;
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) last_block = atomicAdd(&counters[3], 1ull) == (u64)gridDim.x - 1;
+    if (threadIdx.x == 0) last_block = atomicAdd(&counters[2], 1ull) == (u64)gridDim.x - 1;
     __syncthreads();
     if (!last_block) return;
     __threadfence();
     // each segment's entries composed (a thread per segment), then each run's walk (a thread per
     // run, a step per segment); segment_paths finishes the entries inside a segment
-    const i64 n_heads = (i64)counters[6];
+    const i64 n_heads = (i64)counters[5];
     for (i64 i = threadIdx.x; i < n_heads; i += blockDim.x)
         compose_entries(est_i[GT_EST_INTS * i + GT_EST_HEADS], n_anchors, chunk_bytes, group, front_n, front_off,
                         slot_i, class_i, est_i);
     __syncthreads();
-    const i64 n_long = (i64)counters[2];
+    const i64 n_long = (i64)counters[1];
     for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
         i64 entry = 0;
         for (i64 t = n_anchors + r; t >= 0;) {

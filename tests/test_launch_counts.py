@@ -45,18 +45,20 @@ BOUNDS = {
     # BPE with user symbols: was (108, 22, 2) on the staged path (symbol matches resolved on the host),
     # (21, 2, 2) before the normalizer's scans ran in its kernels
     "encode_user_symbols": (18, 2, 2),
-    # BPE with a dictionary cutter: its Segmenter's best paths (6 launches and a zeroed buffer, no host
-    # read) marked in the Han pre-tokens by pretokenize_cuts; was (35, 3, 2) with the words listed
+    # BPE with a dictionary cutter: its Segmenter's best paths (6 launches, no host read) marked in the Han
+    # pre-tokens by pretokenize_cuts; was (35, 3, 2) with the words listed
     # (segment_words, a prefix sum, the word count, segment_compact, pretokenize_mark_words),
     # (75, 17, 2) on the staged path (pre-token lists, Han spans gathered on the host's word),
     # (74, 17, 4) before the segmenter's weights stayed on the device, (28, 2, 2) before the normalizer's
-    # scans ran in its kernels
-    "encode_cn": (25, 2, 2),
+    # scans ran in its kernels, (25, 2, 2) before segment_marks zeroed the counters and the path (the
+    # marks path zeroes nothing now)
+    "encode_cn": (24, 2, 2),
     # the lattice models with a dictionary cutter: the marks path as BPE's (the segmenter's best paths
     # marked in the Han pre-tokens) into lattice_encode; was (128, 24, 3) and (149, 29, 4) on the staged
-    # path (pre-token lists), (30, 3, 2) before the normalizer's scans ran in its kernels
-    "encode_unigram_cn": (27, 3, 2),
-    "encode_bytepiece_cn": (27, 3, 2),
+    # path (pre-token lists), (30, 3, 2) before the normalizer's scans ran in its kernels, (27, 3, 2) before
+    # segment_marks zeroed the counters and the path
+    "encode_unigram_cn": (26, 3, 2),
+    "encode_bytepiece_cn": (26, 3, 2),
     # BytePiece with user symbols: PreTokenizer.symbol_marks into lattice_encode (each symbol's span one
     # id); was (180, 34, 3) on the staged path (symbol matches resolved on the host), (23, 3, 2) before the
     # normalizer's scans ran in its kernels

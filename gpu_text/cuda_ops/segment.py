@@ -117,6 +117,8 @@ CLASS_INTS = 3 + FRONT_MAX
 GUESSES = 16
 SPEC_FLOATS = 2 * GUESSES * FRONT_MAX + 2 * GUESSES + FRONT_MAX + 1
 SPEC_INTS = 3 * GUESSES + 3
+# The counters of segment_pieces and the kernels after it (GT_COUNTERS).
+COUNTERS = 6
 # segment_pieces' estimates per slot (GT_EST_FLOATS, GT_EST_INTS).
 EST_FLOATS = FRONT_MAX * FRONT_MAX + 2 + FRONT_MAX + 2
 EST_INTS = 10
@@ -167,7 +169,7 @@ def _segment_word_marks(rt: KernelRuntime, state: Any, check: Any, label: Any, e
     n = int(data.size)
     if not jieba_mode:
         path = _route_rows(rt, state, check, label, eow, data, offsets, weights, unknown_weight, tail_score,
-                           jieba_mode, max_word_bytes, weight_bound)[0]
+                           jieba_mode, max_word_bytes, weight_bound, with_flags=False)[0]
         return path[:n]
     return _words(rt, state, check, label, eow, data, offsets, weights, unknown_weight, tail_score, jieba_mode,
                   max_word_bytes, weight_bound)[0][:n]
@@ -179,7 +181,7 @@ def _words(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any, data
     """The words' start and end marks (``segment_words``' flags, 2 (n + 1) bytes) and ids per byte."""
     n, n_rows = int(data.size), int(offsets.size) - 1
     path, length, flags, ids = _route_rows(rt, state, check, label, eow, data, offsets, weights, unknown_weight,
-                                           tail_score, jieba_mode, max_word_bytes, weight_bound)
+                                           tail_score, jieba_mode, max_word_bytes, weight_bound, with_flags=True)
     launch(rt.function("segment", "segment_words"), blocks_for(n, BLOCK),
            (data, i64(n), offsets, i64(n_rows), np.int32(bool(jieba_mode)), path, length, flags, ids))
     return flags, ids
@@ -187,11 +189,12 @@ def _words(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any, data
 
 def _route_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any, data: Any, offsets: Any,
                 weights: Any, unknown_weight: float, tail_score: float, jieba_mode: bool, max_word_bytes: int | None,
-                weight_bound: float) -> tuple[Any, Any, Any, Any]:
+                weight_bound: float, with_flags: bool) -> tuple[Any, Any, Any, Any]:
     """Every row's best path, no host read: (path: n + 1 bytes, non-zero where a word of a run
     starts; length: that word's bytes; flags: 2 (n + 1) bytes, the words outside the runs marked
-    by segment_marks; ids per byte), from segment_marks, segment_pieces and, when long runs are
-    cut, segment_settle, segment_resolve, segment_finish and segment_paths."""
+    by segment_marks, only ``with_flags`` (else not zeroed: the marks path reads none of them); ids
+    per byte), from segment_marks, segment_pieces and, when long runs are cut, segment_settle,
+    segment_resolve, segment_finish and segment_paths."""
     xp = rt.xp
     n = int(data.size)
     n_rows = int(offsets.size) - 1
@@ -200,15 +203,16 @@ def _route_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any,
     chunk = max(int(CHUNK_BYTES), 16)
     n_anchors = blocks_for(n, chunk) if max_word_bytes is not None else 0
     n_anchors = n_anchors if n_anchors > 1 else 0  # anchor 0 cuts nothing: a batch within a chunk is whole runs
-    # one zeroed buffer (one launch): the counters (runs, segment_pieces' finished blocks, long runs,
-    # segment_finish's finished blocks, long runs' last pieces, segment_resolve's finished blocks,
-    # segments' heads), the flags (2 n + 2 bytes) and the path (n + 1 bytes)
-    zeroed = xp.zeros(7 + (3 * (n + 1) + 7) // 8, xp.uint64)
-    counters = zeroed[:7]
-    marks = zeroed[7:].view(xp.uint8)[:3 * (n + 1)]
-    flags, path = marks[:2 * (n + 1)], marks[2 * (n + 1):]
+    # segment_marks zeroes the counters (cuda/segment.cu's GT_COUNTERS) and the path (n + 1 bytes);
+    # the flags (2 n + 2 bytes) it only sets, so they are zeroed here where they are read
+    counters = xp.empty(COUNTERS, xp.uint64)
+    path = xp.empty(n + 1, xp.uint8)
+    flags = (xp.zeros if with_flags else xp.empty)(2 * (n + 1), xp.uint8)
     ids = xp.empty(n, xp.int32)
-    runs = xp.empty(max(n, 1), xp.int64)
+    marks_blocks = blocks_for(n, BLOCK)
+    # each byte block's run starts from its first byte's slot on, and how many
+    runs = xp.empty(max(marks_blocks * BLOCK, 1), xp.int64)
+    block_runs = xp.empty(max(marks_blocks, 1), xp.int64)
     n_slots = 2 * n_anchors
     cuts = xp.empty(max(n_anchors, 1), xp.int64)
     front_n = xp.empty(max(n_anchors, 1), xp.int32)
@@ -221,9 +225,9 @@ def _route_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any,
     est_i = xp.empty(EST_INTS * max(n_slots, 1), xp.int64)
     group = _group_anchors(n_anchors)
     fronts = (front_n, front_off)
-    marks_blocks = blocks_for(n, BLOCK)
     launch(rt.function("segment", "segment_marks"), marks_blocks + blocks_for(n_anchors, BLOCK),
-           (data, i64(n), offsets, i64(n_rows), jieba, flags, ids, runs, counters, i64(marks_blocks), *trie,
+           (data, i64(n), offsets, i64(n_rows), jieba, flags, ids, runs, block_runs, counters, path,
+            i64(marks_blocks), *trie,
             i64(chunk), i64(max_word_bytes or 0), i64(n_anchors), cuts, slot_i, *fronts))
     score = xp.empty(n, xp.float64)
     length = xp.empty(n, xp.int32)
@@ -231,7 +235,7 @@ def _route_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any,
     scratch = (score, length, ids, path)
     launch(rt.function("segment", "segment_pieces"), min(blocks_for(n, BLOCK), LIST_BLOCKS),
            (*model, np.float64(tail_score), np.float64(weight_bound), jieba, data, offsets, i64(n_rows), i64(chunk),
-            i64(n_anchors), runs, cuts, *fronts, counters, i64(group), slot_f, slot_i, class_f, est_f, est_i, *scratch))
+            i64(n_anchors), i64(marks_blocks * BLOCK), runs, block_runs, cuts, *fronts, counters, i64(group), slot_f, slot_i, class_f, est_f, est_i, *scratch))
     if n_anchors:
         launch(rt.function("segment", "segment_settle"), blocks_for(n_slots * FRONT_MAX * CLASSES_MAX, BLOCK),
                (*model, np.float64(tail_score), np.float64(weight_bound), jieba, data, offsets, i64(n_rows),
