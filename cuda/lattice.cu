@@ -129,15 +129,16 @@ lattice_emit(const i64* __restrict__ span_starts, const i64* __restrict__ span_e
 // exit (frontier position at its end); the exits are the max over the entries (rounding is
 // monotone), and per entry and class a table, as above. The backward token walk: from each exit,
 // the entry it leaves by and its tokens; the span's walk then picks each piece's exit from its end.
-// Kernels (per-thread work: a few solves of a piece, about a chunk each, or a step per piece):
+// Kernels (per-thread work: a few solves of a piece, about a chunk each; a launch's last block scans
+// the pieces, about pieces / blockDim + 2 log2(blockDim) steps a thread a scan):
 //   lattice_cuts      per anchor (every chunk_bytes-th byte): the first cut point at or after it in
 //                     its long span, within one chunk (edges by start; their running maximum end),
 //                     else a forced cut and its frontier.
 //   lattice_pieces    per piece: a long span's start or an anchor's cut to the next cut or the span's
 //                     end; the first piece solved exactly, the others from head 0 (value, range; a
-//                     solve per entry); last block: rough heads (a step per piece).
+//                     solve per entry); last block: rough heads (lattice_heads).
 //   lattice_estimate  (twice) per piece: a solve per entry from its rough head, then from the first
-//                     pass's estimate; last block: estimates and errors (a step per piece).
+//                     pass's estimate; last block: estimates and errors (lattice_heads).
 //   lattice_settle    per (piece, class): one class solve (at most two, around a binade edge).
 //   lattice_settle_front  per (piece with a forced cut, entry, class): one class solve; per (group of
 //                     anchors, guess): the guess's walks over the segments in the group (at most a
@@ -665,39 +666,186 @@ lattice_cuts(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, const
     cut_spans[j] = s;
 }
 
-// lattice_pieces' last block, a thread per long span (a step per piece): each piece's rough head,
-// the earlier pieces' values from head 0 added up (read through L2: written in the same launch).
-// A piece with a forced cut at either end carries a vector: x'[j] = max over i of x[i] + A[j][i].
-__device__ __noinline__ void rough_heads(i64 n_anchors, u64* counter, const i64* slot_i, double* slot_f,
-                                        const int* front_n, const int* front_off, double* vec_f) {
-    if (!last_block_done(counter + 1)) return;
-    const i64 n_long = (i64)__ldcg(counter);
-    for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
-        double x[GT_LFRONT] = {0.0, 0.0, 0.0, 0.0};
-        for (i64 t = n_anchors + r; t >= 0; t = __ldcg(slot_i + GT_LSLOT_I * t + 2)) {
-            GT_STEP();
-            const i64 next = __ldcg(slot_i + GT_LSLOT_I * t + 2);
-            const LFront in = lattice_front(front_n, front_off, t < n_anchors ? t : -1);
-            const LFront out = lattice_front(front_n, front_off, next);
-            if (in.n > 1 || out.n > 1) {
-                double* v = vec_f + GT_LVF * t;
+// ------------------------------------------------------------ heads along the long spans, in one block
+// lattice_pieces' and lattice_estimate's last blocks give each piece a head: its entries' values x, the
+// earlier pieces' steps applied from the span's start (x = 0), x'[j] = max over i of x[i] + M[j][i]
+// (exit j, entry i; a piece without forced cuts: x'[0] = x[0] + M[0][0], its value from head 0 or its
+// rough delta). The steps compose as max-plus matrices, associatively in exact arithmetic, so a block
+// scans the anchors as lattice_block_scan does, in place in shared memory (Blelloch's up- and down-
+// sweep over the runs' products; the down-sweep carries heads, not products). In floating point the
+// sums round in another order than one piece after the other: the heads are estimates either way, and
+// the tables hold only where lattice_resolve finds the exact head within the error of the estimate,
+// solving the piece exactly where it is not. Estimates' errors count the earlier pieces and bytes,
+// summed exactly along (whole numbers). A product in shared memory: M (row-major), bytes, pieces, and
+// 1 where its range holds a span's second piece (it then starts from the span's first piece, x = 0).
+#define GT_LMP 19
+
+struct HeadSteps {
+    i64 n_anchors;
+    const i64* slot_i;
+    double* slot_f;
+    const int* front_n;
+    const int* front_off;
+    double* vec_f;
+    int matrix, scalar;  // where a step is: vec_f (pieces with forced cuts), slot_f (the others)
+
+    // M[j][i] of piece t's step (read through L2: written by other blocks of the launch)
+    __device__ __forceinline__ double at(i64 t, const LFront& in, const LFront& out, int j, int i) const {
+        if (in.n > 1 || out.n > 1)
+            return j < out.n && i < in.n ? __ldcg(vec_f + GT_LVF * t + matrix + GT_LFRONT * j + i) : GT_LATTICE_NEG_INF;
+        return j == 0 && i == 0 ? __ldcg(slot_f + GT_LSLOT_F * t + scalar) : GT_LATTICE_NEG_INF;
+    }
+    __device__ __forceinline__ LFront in(i64 t) const { return lattice_front(front_n, front_off, t < n_anchors ? t : -1); }
+    __device__ __forceinline__ LFront out(i64 t) const { return lattice_front(front_n, front_off, slot_i[GT_LSLOT_I * t + 2]); }
+    __device__ __forceinline__ double bytes(i64 t) const {
+        return (double)(slot_i[GT_LSLOT_I * t + 1] - slot_i[GT_LSLOT_I * t]);
+    }
+    // p = M_t p in its first `columns` columns, column by column (a column of the product needs only
+    // that column of p)
+    __device__ __forceinline__ void apply(i64 t, double* p, int columns) const {
+        const LFront fi = in(t), fo = out(t);
+        if (fi.n == 1 && fo.n == 1) {
+            const double d = __ldcg(slot_f + GT_LSLOT_F * t + scalar);
+            for (int c = 0; c < columns; ++c) {
+                p[c] += d;
+                for (int j = 1; j < GT_LFRONT; ++j) p[GT_LFRONT * j + c] = GT_LATTICE_NEG_INF;
+            }
+        } else {
+            const double* m = vec_f + GT_LVF * t + matrix;
+            for (int c = 0; c < columns; ++c) {
                 double y[GT_LFRONT];
                 for (int j = 0; j < GT_LFRONT; ++j) {
                     y[j] = GT_LATTICE_NEG_INF;
-                    for (int i = 0; i < in.n; ++i) {
-                        const double c = x[i] + __ldcg(v + GT_LFRONT * j + i);
-                        y[j] = j < out.n && c > y[j] ? c : y[j];
+                    for (int i = 0; i < fi.n && j < fo.n; ++i) {
+                        const double v = p[GT_LFRONT * i + c] + __ldcg(m + GT_LFRONT * j + i);
+                        y[j] = v > y[j] ? v : y[j];
                     }
                 }
-                for (int i = 0; i < GT_LFRONT; ++i) {
-                    if (i < in.n) v[20 + i] = x[i];
-                    x[i] = y[i];
-                }
-            } else {
-                slot_f[GT_LSLOT_F * t + 17] = x[0];
-                x[0] += __ldcg(slot_f + GT_LSLOT_F * t);
+                for (int j = 0; j < GT_LFRONT; ++j) p[GT_LFRONT * j + c] = y[j];
             }
         }
+        p[16] += bytes(t);
+        p[17] += 1.0;
+    }
+};
+
+// Where a range's product starts at a span's second piece k: from its first piece's step (x = 0 before).
+__device__ __forceinline__ void heads_restart(const HeadSteps& steps, i64 first, double* p) {
+    const LFront fi = steps.in(first), fo = steps.out(first);
+    for (int m = 0; m < GT_LFRONT * GT_LFRONT; ++m) p[m] = steps.at(first, fi, fo, m / GT_LFRONT, m % GT_LFRONT);
+    p[16] = steps.bytes(first);
+    p[17] = 1.0;
+    p[18] = 1.0;
+}
+
+// Piece t's head x (column 0 of `p`; the earlier pieces and bytes at 16, 17): rough heads (pass < 0),
+// else the estimates and the errors the tables assume (lattice_estimate).
+__device__ __forceinline__ void heads_put(const HeadSteps& steps, i64 t, const double* p, int pass, int precision) {
+    const LFront fi = steps.in(t), fo = steps.out(t);
+    const bool vector = fi.n > 1 || fo.n > 1;
+    double* v = steps.vec_f + GT_LVF * t;
+    double* floats = steps.slot_f + GT_LSLOT_F * t;
+    for (int i = 0; i < fi.n; ++i) {
+        const double x = p[GT_LFRONT * i];
+        if (pass < 0) {
+            if (vector) v[20 + i] = x; else floats[17] = x;
+            continue;
+        }
+        const double at = fabs(x) + fabs(vector ? v[16 + i] : floats[1]) + 1.0;
+        const double error = precision == 53
+            ? (2.0 * p[16] + 3.0 * p[17] + 2.0) * at * ldexp(1.0, 2 - precision)
+            : (64.0 + 8.0 * sqrt(p[17])) * ldexp(1.0, lattice_binade(at) - precision);
+        if (vector) {
+            v[40 + i] = x;
+            v[44 + i] = error;
+        } else {
+            floats[3] = x;
+            floats[4] = error;
+        }
+    }
+}
+
+// The launch's last block: every long span's pieces' heads. A thread composes a run of about
+// n_anchors / blockDim anchors' steps, the sweeps (2 log2(blockDim) steps) give each run the head
+// before it, and the thread walks its run again from there.
+__device__ __noinline__ void lattice_heads(i64 n_anchors, u64* counter, u64* done, const i64* slot_i, double* slot_f,
+                                          const int* front_n, const int* front_off, double* vec_f, int pass,
+                                          int precision) {
+    __shared__ double tree[GT_BLOCK * GT_LMP];
+    if (!last_block_done(done)) return;
+    const i64 n_long = (i64)__ldcg(counter);
+    const HeadSteps steps{n_anchors, slot_i, slot_f, front_n, front_off, vec_f, pass < 0 ? 0 : 24, pass < 0 ? 0 : 16};
+    const unsigned me = threadIdx.x, n = blockDim.x;
+    const i64 per = (n_anchors + n - 1) / n, lo = per * me, hi = lo + per < n_anchors ? lo + per : n_anchors;
+    double* p = tree + GT_LMP * me;
+    for (int m = 0; m < GT_LMP; ++m) p[m] = m < 16 && m % (GT_LFRONT + 1) ? GT_LATTICE_NEG_INF : 0.0;  // identity
+    for (i64 k = lo; k < hi; ++k) {
+        GT_STEP();
+        if (slot_i[GT_LSLOT_I * k + 4] == 0) continue;  // no cut at this anchor
+        const i64 before = slot_i[GT_LSLOT_I * k + 3];
+        if (before >= n_anchors) heads_restart(steps, before, p);
+        steps.apply(k, p, GT_LFRONT);
+    }
+    __syncthreads();
+    for (unsigned d = 1; d < n; d <<= 1) {  // up-sweep: p = p q, q the product of the d runs before p's
+        GT_STEP();
+        if ((me + 1) % (2 * d) == 0 && p[18] == 0.0) {
+            const double* q = p - GT_LMP * d;
+            for (int j = 0; j < GT_LFRONT; ++j) {  // row by row: a row of p q needs only that row of p
+                double y[GT_LFRONT];
+                for (int c = 0; c < GT_LFRONT; ++c) {
+                    y[c] = GT_LATTICE_NEG_INF;
+                    for (int i = 0; i < GT_LFRONT; ++i) {
+                        const double v = p[GT_LFRONT * j + i] + q[GT_LFRONT * i + c];
+                        y[c] = v > y[c] ? v : y[c];
+                    }
+                }
+                for (int c = 0; c < GT_LFRONT; ++c) p[GT_LFRONT * j + c] = y[c];
+            }
+            p[16] += q[16];
+            p[17] += q[17];
+            p[18] = q[18];
+        }
+        __syncthreads();
+    }
+    if (me == n - 1)  // before the first anchor (no piece reads it: the first is a span's second piece)
+        for (int m = 0; m < GT_LMP; ++m) p[m] = 0.0;
+    __syncthreads();
+    for (unsigned d = n / 2; d > 0; d >>= 1) {  // down-sweep: heads (column 0) before each range
+        GT_STEP();
+        if ((me + 1) % (2 * d) == 0) {
+            double* q = p - GT_LMP * d;
+            const bool restart = q[18] != 0.0;
+            double y[GT_LFRONT];
+            for (int j = 0; j < GT_LFRONT; ++j) {
+                y[j] = restart ? q[GT_LFRONT * j] : GT_LATTICE_NEG_INF;
+                for (int i = 0; i < GT_LFRONT && !restart; ++i) {
+                    const double v = p[GT_LFRONT * i] + q[GT_LFRONT * j + i];
+                    y[j] = v > y[j] ? v : y[j];
+                }
+            }
+            const double bytes = restart ? q[16] : p[16] + q[16], pieces = restart ? q[17] : p[17] + q[17];
+            for (int i = 0; i < GT_LFRONT; ++i) q[GT_LFRONT * i] = p[GT_LFRONT * i];
+            q[16] = p[16];
+            q[17] = p[17];
+            for (int j = 0; j < GT_LFRONT; ++j) p[GT_LFRONT * j] = y[j];
+            p[16] = bytes;
+            p[17] = pieces;
+        }
+        __syncthreads();
+    }
+    for (i64 k = lo; k < hi; ++k) {
+        GT_STEP();
+        if (slot_i[GT_LSLOT_I * k + 4] == 0) continue;
+        const i64 before = slot_i[GT_LSLOT_I * k + 3];
+        if (before >= n_anchors) heads_restart(steps, before, p);
+        heads_put(steps, k, p, pass, precision);
+        steps.apply(k, p, 1);
+    }
+    for (i64 r = me; r < n_long; r += n) {  // the spans' first pieces: head 0
+        GT_STEP();
+        for (int m = 0; m < GT_LMP; ++m) p[m] = 0.0;
+        heads_put(steps, n_anchors + r, p, pass, precision);
     }
 }
 
@@ -760,15 +908,16 @@ lattice_pieces(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, con
             fields[4] = GT_LSLOT_PENDING;
         }
     }
-    rough_heads(n_anchors, counter, slot_i, slot_f, front_n, front_off, vec_f);
+    // the last block: each piece's rough head, the earlier pieces' values from head 0 added up
+    lattice_heads(n_anchors, counter, counter + 1, slot_i, slot_f, front_n, front_off, vec_f, -1, 53);
 }
 
 // Per thread: one pending piece: one solve from its rough head (lattice_pieces) gives its rough delta,
 // its value minus its head computed in (about) the right binades, so with (about) the same roundings
 // as the exact one: float32 sums round each word's weight the same way at a given spacing, so the
 // head-0 values drift from the exact ones by a bias per word, which the rough deltas do not have.
-// The launch's last block then walks each long span (a thread per span, a step per piece): each
-// piece's estimate, the earlier pieces' rough deltas added up, and the error the tables assume. The
+// The launch's last block then scans the long spans' pieces (lattice_heads): each piece's estimate,
+// the earlier pieces' rough deltas added up, and the error the tables assume. The
 // rough deltas differ from the exact ones only where a piece's roundings differ: near binade edges,
 // ties and near-ties; lattice_resolve checks the error (an exact solve where it does not hold): in
 // doubles a bound of every rounding (far below the scores' spacing, so harmless), in float32 a few
@@ -806,49 +955,8 @@ lattice_estimate(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ cou
                              floats[rough_f];
         }
     }
-    if (!last_block_done(counter + (pass ? 4 : 2))) return;
-    const int precision = (mode & GT_LATTICE_FLOAT32) ? 24 : 53;
-    const i64 n_long = (i64)counter[0];
-    for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
-        double x[GT_LFRONT] = {0.0, 0.0, 0.0, 0.0};
-        double earlier_pieces = 0.0, earlier_bytes = 0.0;
-        for (i64 t = n_anchors + r; t >= 0; t = slot_i[GT_LSLOT_I * t + 2]) {
-            GT_STEP();
-            double* floats = slot_f + GT_LSLOT_F * t;
-            const LFront in = lattice_front(front_n, front_off, t < n_anchors ? t : -1);
-            const LFront out = lattice_front(front_n, front_off, slot_i[GT_LSLOT_I * t + 2]);
-            const bool vector = in.n > 1 || out.n > 1;
-            double* v = vec_f + GT_LVF * t;
-            for (int i = 0; i < in.n; ++i) {
-                const double at = fabs(x[i]) + fabs(vector ? v[16 + i] : floats[1]) + 1.0;
-                const double error = precision == 53
-                    ? (2.0 * earlier_bytes + 3.0 * earlier_pieces + 2.0) * at * ldexp(1.0, 2 - precision)
-                    : (64.0 + 8.0 * sqrt(earlier_pieces)) * ldexp(1.0, lattice_binade(at) - precision);
-                if (vector) {
-                    v[40 + i] = x[i];
-                    v[44 + i] = error;
-                } else {
-                    floats[3] = x[i];
-                    floats[4] = error;
-                }
-            }
-            if (vector) {
-                double y[GT_LFRONT];
-                for (int j = 0; j < GT_LFRONT; ++j) {
-                    y[j] = GT_LATTICE_NEG_INF;
-                    for (int i = 0; i < in.n; ++i) {
-                        const double c = x[i] + __ldcg(v + 24 + GT_LFRONT * j + i);
-                        y[j] = j < out.n && c > y[j] ? c : y[j];
-                    }
-                }
-                for (int i = 0; i < GT_LFRONT; ++i) x[i] = y[i];
-            } else {
-                x[0] += __ldcg(floats + 16);
-            }
-            earlier_bytes += (double)(slot_i[GT_LSLOT_I * t + 1] - slot_i[GT_LSLOT_I * t]);
-            earlier_pieces += 1.0;
-        }
-    }
+    lattice_heads(n_anchors, counter, counter + (pass ? 4 : 2), slot_i, slot_f, front_n, front_off, vec_f, (int)pass,
+                  (mode & GT_LATTICE_FLOAT32) ? 24 : 53);
 }
 
 // lattice_settle for a piece with a forced cut at either end: class c of entry `live`'s table, from

@@ -137,3 +137,51 @@ def test_jumps_on_random_lattices(monkeypatch, resolve_launch, seed):
     pieces, jumps, walk = walk_of(resolve_launch["args"])
     print(f"seed {seed}: {pieces} pieces, {jumps} jumps, walk {walk}")
     assert jumps > 0 and walk < pieces, (pieces, jumps, walk)
+
+
+@pytest.mark.parametrize("mode", [0, UNIGRAM])
+def test_last_blocks_scan_many_pieces(monkeypatch, resolve_launch, mode):
+    """Pieces of 16-byte chunks (thousands per span, a short solve each), so that the launches' last
+    blocks dominate: lattice_pieces' rough heads, lattice_estimate's estimates (max-plus products,
+    Blelloch's sweeps) and lattice_finish's exits and token counts (lattice_block_scan) take about
+    2 anchors / 256 + 16 steps a thread per scan, not a step per piece (a thread per span walked
+    every piece before, three times in lattice_finish). The Numba twin's and the reference's tokens,
+    the twin's scores bit for bit."""
+    import gpu_text.cuda_ops.lattice as launchers
+    from tests.emulated_backend import emulated_backend
+    from tests.reference import lattice as reference
+
+    monkeypatch.setattr(launchers, "CHUNK_BYTES", 16)
+    monkeypatch.setattr(launchers, "LONG_BYTES", 32)
+    rng = np.random.default_rng(7 + mode)
+    words = sorted({"".join(rng.choice(ALPHABET, int(rng.integers(1, 5)))) for _ in range(40)})
+    trie = DoubleArrayTrie.build(words, np.arange(len(words), dtype=np.int32))
+    weights = -(rng.random(len(words)) * 6 + 1)
+    if mode & FLOAT32:
+        weights = weights.astype(np.float32).astype(np.float64)
+    steps, counts = [], []
+    for kilobytes in (8, 32):
+        texts = ["".join(rng.choice(ALPHABET, kilobytes << 10)).encode() for _ in range(3)]
+        data = np.frombuffer(b"".join(texts), np.uint8).copy()
+        ends = np.cumsum([len(t) for t in texts]).astype(np.int64)
+        starts = ends - (kilobytes << 10)
+        want = run(get_backend("cpu"), trie, weights, data, starts, ends, -10.0, 0, mode)
+        if kilobytes == 8:
+            edges = trie.prefix_search_spans(data, starts, ends, "cpu")
+            assert_same(want, reference.lattice_viterbi(data, starts, ends, *edges, weights, -10.0, 0, mode))
+        be = emulated_backend()
+        assert_same(run(be, trie, weights, data, starts, ends, -10.0, 0, mode), want)
+        edges = trie.prefix_search_spans(data, starts, ends, "cpu")
+        assert_same_scores(resolve_launch["args"], data, starts, ends, edges, weights, -10.0, 0, mode)
+        module = be.runtime.module("lattice")
+        steps.append({k: module.get_function(k).last_max_steps
+                      for k in ("lattice_pieces", "lattice_estimate", "lattice_finish")})
+        pieces, _, _ = walk_of(resolve_launch["args"])
+        counts.append(pieces)
+        print(f"3 spans of {kilobytes} KB, mode {mode}: {pieces} pieces, longest threads {steps[-1]}")
+        assert pieces >= 3 * (kilobytes << 10) // 16 - 3
+        assert max(steps[-1].values()) < pieces // 8, (steps[-1], pieces)
+    # 4x the pieces: a thread's scans grow by about 4 steps per 256 pieces added (a walk: one per piece);
+    # the rest is a piece's solve, longer where several anchors in a row found no cut
+    for kernel, small in steps[0].items():
+        assert steps[1][kernel] - small < (counts[1] - counts[0]) // 16, (kernel, steps, counts)

@@ -37,9 +37,10 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
     end of ``cuda/lattice.cu``), at cut points or, where a chunk has none, at forced cuts with
     frontiers: the same tokens, no thread's work growing with the span but the long span's walk
     (lattice_resolve: about sqrt(pieces) steps where its pieces end at cut points, a jump per segment
-    of pieces; a step per piece with forced cuts) (14 kernel launches with long spans; the forced
-    cuts' four: lattice_estimate's second pass, lattice_settle_front, lattice_zone_split,
-    lattice_settle_zone)."""
+    of pieces; a step per piece with forced cuts) and the block-wide scans of the pieces (heads,
+    estimates, exits, token counts: about 2 pieces / 256 + 16 steps a thread each) (14 kernel
+    launches with long spans; the forced cuts' four: lattice_estimate's second pass,
+    lattice_settle_front, lattice_zone_split, lattice_settle_zone)."""
     xp = rt.xp
     n = span_starts.size
     scratch_offsets = xp.zeros(n + 1, xp.int64)
