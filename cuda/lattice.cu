@@ -767,7 +767,8 @@ __device__ __forceinline__ void heads_put(const HeadSteps& steps, i64 t, const d
 
 // The launch's last block: every long span's pieces' heads. A thread composes a run of about
 // n_anchors / blockDim anchors' steps, the sweeps (2 log2(blockDim) steps) give each run the head
-// before it, and the thread walks its run again from there.
+// before it, and the thread walks its run again from there. Block size must be GT_BLOCK (a power of
+// two: the sweeps pair the runs as a binary tree).
 __device__ __noinline__ void lattice_heads(i64 n_anchors, u64* counter, u64* done, const i64* slot_i, double* slot_f,
                                           const int* front_n, const int* front_off, double* vec_f, int pass,
                                           int precision) {
@@ -1516,6 +1517,7 @@ lattice_resolve(LATTICE_ARGS, i64 n_anchors, const u64* __restrict__ counter, co
 // over the block combines the runs, and each thread folds its run again from the runs before it:
 // about 2 n / blockDim + log2(blockDim) steps a thread instead of a step per piece. Op::join is
 // associative and exact (integers, maps of a few indices), so each piece gets what the walk gave it.
+// Block size must be GT_BLOCK. Not inlined: the caller's registers stay its own.
 template <class Op>
 __device__ __noinline__ void lattice_block_scan(const Op op, i64 n, bool reverse) {
     __shared__ u64 runs[GT_BLOCK];
@@ -1609,7 +1611,7 @@ struct TokensBefore {
 // lattice_finish's last block: each piece's exit (its path leaves by the exit the piece after it
 // enters by; the span's last piece by the span's end) and tokens before it, by a scan over the
 // anchors each (not inlined: the kernel's registers are the solve's).
-__device__ __noinline__ void finish_walks(i64 n_anchors, u64* counter, i64* slot_i, unsigned long long* token_counts,
+__device__ __noinline__ void finish_scans(i64 n_anchors, u64* counter, i64* slot_i, unsigned long long* token_counts,
                                          const int* front_n, const int* front_off, const i64* vec_i) {
     if (!last_block_done(counter + 3)) return;
     const LeaveWalk leave_walk{n_anchors, slot_i, vec_i, front_n, front_off};
@@ -1671,7 +1673,7 @@ lattice_finish(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ count
             vec_i[GT_LVI * k + 2 * j + 1] = count;
         }
     }
-    finish_walks(n_anchors, counter, slot_i, token_counts, front_n, front_off, vec_i);
+    finish_scans(n_anchors, counter, slot_i, token_counts, front_n, front_off, vec_i);
 }
 
 // Per thread: one piece of a long span: its tokens at its span's offset plus the earlier pieces'

@@ -164,14 +164,19 @@ def test_one_megabyte_span_without_cut_points(mode, text):
 
 def test_lattice_kernels_keep_occupancy():
     """Every lattice kernel on sm_90: at most 64 registers (>= 50% occupancy at 256 threads per
-    block) and no spills, from ptxas's report through NVRTC (needs cuda-bindings, not a GPU)."""
+    block) and no spills, its noinline device functions none either, from ptxas's report through
+    NVRTC (needs cuda-bindings, not a GPU)."""
     from tests.conftest import require
 
     require("cuda.bindings")
-    from tests.nvrtc_check import ptxas_report
+    from tests.nvrtc_check import ptxas_device_functions, ptxas_report
 
     report = ptxas_report("lattice")
     print("lattice (registers, spilled bytes):", report)
     for kernel in PIECE_KERNELS:
         registers, spilled = report[kernel]
         assert spilled == 0 and registers <= 64, (kernel, registers, spilled)
+    # the noinline helpers (the last blocks' scans, the resolve's jump check) report their spills apart
+    functions = ptxas_device_functions("lattice")
+    print("lattice's noinline functions (spilled bytes):", functions)
+    assert any("lattice_heads" in name for name in functions) and not any(functions.values()), functions
