@@ -72,8 +72,8 @@ def ptxas_device_functions(family: str, arch: str = "sm_90") -> dict[str, int]:
     found = {}
     pattern = r"Function properties for (\S+)\s*\n.*?(\d+) bytes spill stores, (\d+) bytes spill loads"
     for name, stores, loads in re.findall(pattern, _ptxas_log(family, arch)):
-        if name not in entries:
-            found[name] = int(stores) + int(loads)
+        if name not in entries:  # a function reported more than once keeps its worst
+            found[name] = max(found.get(name, 0), int(stores) + int(loads))
     return found
 
 
