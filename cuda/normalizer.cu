@@ -91,9 +91,11 @@ normalize_match(const int* __restrict__ state, const int* __restrict__ check, co
 //                           chunk: exit[c], and the space state it leaves (state[c]).
 //                           exit[c] != land[c] means the walks did not meet inside the chunk: the
 //                           string is marked.
-//   normalize_chunk_resolve per marked string: redoes its chunks in order from the first marked
-//                           one, each from the true entry (O(1) per chunk where the entry is the
-//                           one the join assumed). Exact; serial only where walks never meet.
+//                           Then, once every chunk up to its own has joined, the thread of a
+//                           marked string's last chunk resolves it: redoes its chunks in order from
+//                           the first marked one, each from the true entry (O(1) per chunk where
+//                           the entry is the one the join assumed). Exact; serial only where walks
+//                           never meet.
 //   normalize_chunk_emit    per chunk: walks the true positions of every string piece in the
 //                           chunk and decides per step how many leading spaces to drop and how
 //                           many bytes it emits, from the space state carried into the chunk.
@@ -178,15 +180,12 @@ __device__ __forceinline__ void join_chunk(const int* steps, const int* sources,
     if (exit != land[c]) atomicMin((unsigned long long*)&first_marked[r], (unsigned long long)c);
 }
 
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
-normalize_chunk_resolve(const int* __restrict__ steps, const int* __restrict__ sources,
-                        const u8* __restrict__ targets, const i64* __restrict__ target_offsets,
-                        const u8* __restrict__ data, const i64* __restrict__ offsets, i64 n_rows, i64 n_bytes,
-                        int collapse, const i64* __restrict__ land, i64* __restrict__ exits,
-                        i64* __restrict__ entries, i64* __restrict__ states,
-                        const i64* __restrict__ first_marked) {
-    const i64 r = global_thread_index();
-    if (r >= n_rows || offsets[r] == offsets[r + 1] || first_marked[r] == NORMALIZE_NONE) return;
+// Redoes marked string r's chunks in order from its first marked one, each from the true entry
+// (O(1) per chunk where the entry is the one the join assumed), once every chunk of it has joined.
+__device__ __forceinline__ void resolve_string(const int* steps, const int* sources, const u8* targets,
+                                               const i64* target_offsets, const u8* data, const i64* offsets,
+                                               i64 n_bytes, int collapse, const i64* land, i64* exits, i64* entries,
+                                               i64* states, const i64* first_marked, i64 r) {
     const i64 end = offsets[r + 1];
     i64 i = exits[first_marked[r]];  // its entry was right, so this exit is
     for (i64 c = first_marked[r] + 1; chunk_begin_of(c) < end; ++c) {
@@ -219,10 +218,11 @@ __device__ __forceinline__ void after_earlier_tiles(u64* order, i64 tile) {
     __syncthreads();
 }
 
-// Lands and joins in one launch: tiles of GT_BLOCK chunks in launch order (lookback_tile on
-// order[0]); a tile joins once it and the tile before it have landed (order[1 + t] set: the tile
-// before waited the same way, so every earlier chunk has landed and set its strings unmarked).
-// `order` (1 + gridDim.x words) is zeroed by normalize_match.
+// Lands, joins and resolves in one launch: tiles of GT_BLOCK chunks in launch order (lookback_tile
+// on order[0]); a tile joins once it and every tile before it have landed (order[1 + t]: every
+// earlier chunk has landed and set its strings unmarked), and the thread of a marked string's last
+// chunk resolves it once every tile up to its own has joined (order[1 + gridDim.x + t]). `order`
+// (1 + 2 gridDim.x words) is zeroed by normalize_match.
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 normalize_chunk_land_join(const int* __restrict__ steps, const int* __restrict__ sources,
                           const u8* __restrict__ targets, const i64* __restrict__ target_offsets,
@@ -238,6 +238,13 @@ normalize_chunk_land_join(const int* __restrict__ steps, const int* __restrict__
     if (c < n_chunks)
         join_chunk(steps, sources, targets, target_offsets, data, offsets, n_rows, n_bytes, c, collapse, land, exits,
                    entries, states, first_marked);
+    after_earlier_tiles(order + gridDim.x, tile);
+    if (c >= n_chunks) return;
+    const i64 begin = chunk_begin_of(c), r = string_of_byte(offsets, n_rows, begin);
+    const bool ends_here = offsets[r] < begin && offsets[r + 1] <= min(begin + NORMALIZE_CHUNK, n_bytes);
+    if (ends_here && first_marked[r] != NORMALIZE_NONE)
+        resolve_string(steps, sources, targets, target_offsets, data, offsets, n_bytes, collapse, land, exits, entries,
+                       states, first_marked, r);
 }
 
 // ---------------------------------------------------------------- trailing symbols

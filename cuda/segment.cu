@@ -297,7 +297,8 @@ __device__ void byte_marks(const u8* data, i64 n, const i64* offsets, i64 n_rows
     if (i < GT_COUNTERS) counters[i] = 0;
     if (threadIdx.x == 0) *shared_runs = 0;
     const RowRange rows = block_rows(offsets, n_rows, first, first + blockDim.x - 1, shared_rows);
-    if (mark_byte(data, n, offsets, n_rows, jieba_mode, flags, ids, rows, i)) runs[first + atomicAdd(shared_runs, 1)] = i;
+    if (mark_byte(data, n, offsets, n_rows, jieba_mode, flags, ids, rows, i))
+        runs[first + atomicAdd(shared_runs, 1)] = i;
     __syncthreads();
     if (threadIdx.x == 0) block_runs[blockIdx.x] = *shared_runs;
 }

@@ -16,10 +16,10 @@ CHUNK = 256
 def _walk(rt: KernelRuntime, step_args: tuple, n_rows: int, n_bytes: int, symbol: Any,
           flags: tuple[np.int32, np.int32], counts: Any, drops: Any, row_last: Any, order: Any, status: Any) -> None:
     """The steps every string takes and what each emits (``counts``, ``drops``, ``row_last``),
-    chunk-parallel: speculative walks per chunk landed and joined (one launch, its tiles in order
-    by ``order``), the strings whose walks did not meet redone exactly, then the emission with the
-    space state carried across chunks by a look-back (``status``) (``cuda/normalizer.cu``; both
-    zeroed, ``1 + blocks_for(chunks)`` words each)."""
+    chunk-parallel: speculative walks per chunk landed and joined, the strings whose walks did not
+    meet redone exactly (one launch, its tiles in order by ``order``: ``1 + 2 blocks_for(chunks)``
+    words), then the emission with the space state carried across chunks by a look-back
+    (``status``: ``1 + blocks_for(chunks)`` words) (``cuda/normalizer.cu``; both zeroed)."""
     xp = rt.xp
     n_chunks = -(-n_bytes // CHUNK)
     grid = blocks_for(n_chunks, BLOCK)
@@ -29,8 +29,6 @@ def _walk(rt: KernelRuntime, step_args: tuple, n_rows: int, n_bytes: int, symbol
     sizes = (i64(n_bytes), i64(n_chunks))
     launch(rt.function("normalizer", "normalize_chunk_land_join"), grid,
            (*step_args, *sizes, flags[0], order, land, exits, entries, states, first_marked))
-    launch(rt.function("normalizer", "normalize_chunk_resolve"), blocks_for(n_rows, BLOCK),
-           (*step_args, i64(n_bytes), flags[0], land, exits, entries, states, first_marked))
     launch(rt.function("normalizer", "normalize_chunk_emit"), grid,
            (*step_args, *sizes, symbol, np.int32(symbol.size), *flags, entries, states, status, counts, drops,
             row_last))
@@ -58,10 +56,10 @@ def normalize_text(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: A
     walk_tiles, slot_tiles = blocks_for(-(-n_bytes // CHUNK), BLOCK), max(blocks_for(n_slots, BLOCK), 1)
     # the slot offsets, then what normalize_match zeroes: the straddle flag (read with the total),
     # the land-join tiles' order, the emission's and normalize_slots' look-back status
-    words = xp.empty(n_slots + 5 + 2 * walk_tiles + slot_tiles, xp.int64)
+    words = xp.empty(n_slots + 5 + 3 * walk_tiles + slot_tiles, xp.int64)
     slot_offsets, zeroed = words[:n_slots + 2], words[n_slots + 1:].view(xp.uint64)
-    order, emit_status = zeroed[1:2 + walk_tiles], zeroed[2 + walk_tiles:3 + 2 * walk_tiles]
-    status = zeroed[3 + 2 * walk_tiles:]
+    order, emit_status = zeroed[1:2 + 2 * walk_tiles], zeroed[2 + 2 * walk_tiles:3 + 3 * walk_tiles]
+    status = zeroed[3 + 3 * walk_tiles:]
     launch(rt.function("normalizer", "normalize_match"), blocks_for(max(n_bytes, n_rows + 1, zeroed.size), BLOCK),
            (state, check, label, eow, np.int32(state.size), data, offsets, i64(n_rows), i64(n_bytes), steps, sources,
             row_last, counts, drops, zeroed, i64(zeroed.size)))

@@ -235,7 +235,8 @@ def _route_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any,
     scratch = (score, length, ids, path)
     launch(rt.function("segment", "segment_pieces"), min(blocks_for(n, BLOCK), LIST_BLOCKS),
            (*model, np.float64(tail_score), np.float64(weight_bound), jieba, data, offsets, i64(n_rows), i64(chunk),
-            i64(n_anchors), i64(marks_blocks * BLOCK), runs, block_runs, cuts, *fronts, counters, i64(group), slot_f, slot_i, class_f, est_f, est_i, *scratch))
+            i64(n_anchors), i64(marks_blocks * BLOCK), runs, block_runs, cuts, *fronts, counters, i64(group), slot_f,
+            slot_i, class_f, est_f, est_i, *scratch))
     if n_anchors:
         launch(rt.function("segment", "segment_settle"), blocks_for(n_slots * FRONT_MAX * CLASSES_MAX, BLOCK),
                (*model, np.float64(tail_score), np.float64(weight_bound), jieba, data, offsets, i64(n_rows),
