@@ -217,7 +217,9 @@ viterbi_loss(const u8* __restrict__ data, const i64* __restrict__ span_starts, c
 // rows are indexed by byte (runs are disjoint), so no per-run offsets are needed.
 //   segment_marks     one thread per byte: the pre-split of its character from its neighbours'
 //                     bytes (two characters back, two ahead); a non-lattice token marks its start
-//                     and end bytes, the first character of a lattice run appends the run to a list.
+//                     and end bytes, the first character of a lattice run appends the run to its
+//                     block's list (runs from the block's first byte's slot on, block_runs of them);
+//                     it also zeroes the counters and the path, which the later kernels count on.
 //                     In the same launch, one thread per anchor (every chunk_bytes-th byte of the
 //                     buffer): the first cut point at or after the anchor inside the run holding it
 //                     (a character start that no dictionary word crosses) within one chunk; else a
