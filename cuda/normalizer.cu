@@ -167,13 +167,15 @@ __device__ __forceinline__ void join_chunk(const int* steps, const int* sources,
                                            i64* entries, i64* states, i64* first_marked) {
     const i64 begin = chunk_begin_of(c), stop = min(begin + NORMALIZE_CHUNK, n_bytes);
     const i64 first = string_of_byte(offsets, n_rows, begin);
-    if (offsets[first] < begin) entries[c] = land[c - 1];  // a string continued from chunk c - 1
+    // land[c - 1] may be another block's, written in this launch: read past L1 (__ldcg)
+    const i64 entry = c > 0 ? __ldcg(land + c - 1) : 0;
+    if (offsets[first] < begin) entries[c] = entry;  // a string continued from chunk c - 1
     const i64 r = crossing_string(offsets, n_rows, n_bytes, c);
     states[c] = 0;  // a chunk nothing crosses has no successor to hand a state to
     if (r < 0) return;
     const bool continued = offsets[r] < begin;
     int state = continued ? NORMALIZE_KEEP : collapse;
-    const i64 exit = walk_state(steps, sources, targets, target_offsets, data, continued ? land[c - 1] : offsets[r],
+    const i64 exit = walk_state(steps, sources, targets, target_offsets, data, continued ? entry : offsets[r],
                                 stop, collapse, &state);
     exits[c] = exit;
     states[c] = state;
@@ -186,15 +188,16 @@ __device__ __forceinline__ void resolve_string(const int* steps, const int* sour
                                                const i64* target_offsets, const u8* data, const i64* offsets,
                                                i64 n_bytes, int collapse, const i64* land, i64* exits, i64* entries,
                                                i64* states, const i64* first_marked, i64 r) {
-    const i64 end = offsets[r + 1];
-    i64 i = exits[first_marked[r]];  // its entry was right, so this exit is
-    for (i64 c = first_marked[r] + 1; chunk_begin_of(c) < end; ++c) {
+    // Other blocks wrote land, exits and first_marked in this launch: read past L1 (__ldcg).
+    const i64 end = offsets[r + 1], first = __ldcg(first_marked + r);
+    i64 i = __ldcg(exits + first);  // its entry was right, so this exit is
+    for (i64 c = first + 1; chunk_begin_of(c) < end; ++c) {
         GT_STEP();
         const i64 stop = min(chunk_begin_of(c) + NORMALIZE_CHUNK, n_bytes);
         entries[c] = i;
         if (stop >= end) break;  // the string's last chunk: it hands nothing on
-        if (i == land[c - 1]) {  // the join started this chunk here: its exit and state hold
-            i = exits[c];
+        if (i == __ldcg(land + c - 1)) {  // the join started this chunk here: its exit and state hold
+            i = __ldcg(exits + c);
             continue;
         }
         int state = NORMALIZE_KEEP;
@@ -242,7 +245,7 @@ normalize_chunk_land_join(const int* __restrict__ steps, const int* __restrict__
     if (c >= n_chunks) return;
     const i64 begin = chunk_begin_of(c), r = string_of_byte(offsets, n_rows, begin);
     const bool ends_here = offsets[r] < begin && offsets[r + 1] <= min(begin + NORMALIZE_CHUNK, n_bytes);
-    if (ends_here && first_marked[r] != NORMALIZE_NONE)
+    if (ends_here && __ldcg(first_marked + r) != NORMALIZE_NONE)
         resolve_string(steps, sources, targets, target_offsets, data, offsets, n_bytes, collapse, land, exits, entries,
                        states, first_marked, r);
 }
