@@ -1,15 +1,15 @@
-"""``python -m benchmarks bulk_cli [--input FILE] [--model MODEL] [--size-mb N] [--repeat N] [--out DIR]``:
-the bulk job as users run it against the encoder it is built on, on the CPU backend.
-
-In-process: ``Tokenizer.encode`` over the input's 16 MB chunks already in memory (ids brought to
-numpy), the best of ``--repeat``. Then ``gpu-text tokenize`` in a fresh process, start-up, reading
-and writing included, into Parquet and Megatron, and the same job as 8 shards with
-``--workers 2`` (``--output-dir``): wall seconds, MB/s of input, the ratio to in-process, CPU
-seconds and the peak RSS of each process (``wait4``; with workers, the largest of the job's
-processes). The input defaults to the shared corpora (zh and en lines) repeated to ``--size-mb``;
+"""``python -m benchmarks bulk_cli [--input FILE] [--model MODEL] [--size-mb N] [--rounds N] [--out DIR]``:
+the bulk job as users run it against the encoder it is built on, on the CPU backend, in
+interleaved rounds. Each round times in-process ``Tokenizer.encode`` over the input's 16 MB chunks
+already in memory (ids brought to numpy), then ``gpu-text tokenize`` in a fresh process, start-up,
+reading and writing included, into Parquet and Megatron, and the same job as 8 shards with
+``--workers 2`` (``--output-dir``): wall seconds, MB/s of input, CPU seconds and the peak RSS of
+each process (``wait4``; with workers, the largest of the job's processes). A CLI run's ratio is to
+the in-process run of its own round, so that a machine whose speed drifts (a shared or throttled
+host) moves both sides of a ratio alike; the summary gives each run's median ratio and range over
+the rounds. The input defaults to the shared corpora (zh and en lines) repeated to ``--size-mb``;
 the model to a 16k BPE trained by sentencepiece on a part of them. Each figure comes with the
-load average when it was taken: on a shared machine a wall time is only as good as the load.
-Writes ``bulk_cli.md`` and ``bulk_cli.json`` under ``--out``.
+load average when it was taken. Writes ``bulk_cli.md`` and ``bulk_cli.json`` under ``--out``.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,23 +70,46 @@ def train_model(folder: Path) -> str:
     return str(folder / "sp16k.model")
 
 
-def in_process(model: str, path: Path, repeat: int) -> dict[str, float]:
+def encoded_batches(model: str, path: Path) -> tuple[Any, list[Any]]:
+    """The tokenizer and the input's batches in memory, the encoder run once (Numba's cache loaded)."""
     from gpu_text.documents import iter_documents
     from gpu_text.tokenizer.bulk import load_tokenizer
 
     tokenizer = load_tokenizer(model)
     batches = [documents.batch for documents in iter_documents(str(path))]
     tokenizer.encode(batches[0], backend="cpu")
-    best: dict[str, float] = {}
-    for _ in range(repeat):
-        load = os.getloadavg()[0]
-        wall, cpu = time.perf_counter(), time.process_time()
-        for batch in batches:
-            tokenizer.encode(batch, backend="cpu").ids.to_numpy()
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        if not best or wall < best["wall_s"]:
-            best = {"wall_s": wall, "cpu_s": cpu, "load": load}
-    return best
+    return tokenizer, batches
+
+
+def in_process(tokenizer: Any, batches: list[Any]) -> dict[str, float]:
+    """One timed pass of ``Tokenizer.encode`` over ``batches``, ids brought to numpy."""
+    load = os.getloadavg()[0]
+    wall, cpu = time.perf_counter(), time.process_time()
+    for batch in batches:
+        tokenizer.encode(batch, backend="cpu").ids.to_numpy()
+    return {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu, "load": load}
+
+
+def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per run: the median, lowest and highest ratio to in-process over the rounds, the median
+    MB/s and the largest peak RSS.
+
+    >>> rows = [{"run": "a", "vs_in_process": r, "mb_per_s": 10.0 * r, "peak_rss_mb": 5} for r in (0.8, 0.9, 0.7)]
+    >>> summarize(rows)[0]["median_ratio"], summarize(rows)[0]["lowest_ratio"]
+    (0.8, 0.7)
+    """
+    import statistics
+
+    names = list(dict.fromkeys(row["run"] for row in rows))
+    summary = []
+    for name in names:
+        runs = [row for row in rows if row["run"] == name]
+        ratios = [row["vs_in_process"] for row in runs]
+        summary.append({"run": name, "rounds": len(runs), "median_ratio": statistics.median(ratios),
+                        "lowest_ratio": min(ratios), "highest_ratio": max(ratios),
+                        "median_mb_per_s": statistics.median(row["mb_per_s"] for row in runs),
+                        "peak_rss_mb": max((row.get("peak_rss_mb") or 0) for row in runs) or None})
+    return summary
 
 
 def cli_run(argv: list[str]) -> dict[str, float]:
@@ -105,9 +129,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input", type=Path, default=None, help="a text file (default: the corpora repeated)")
     parser.add_argument("--model", default=None, help="a tokenizer model (default: a 16k sentencepiece BPE)")
     parser.add_argument("--size-mb", type=int, default=1024, help="size of the generated input (MiB)")
-    parser.add_argument("--repeat", type=int, default=2, help="in-process repetitions (the best is kept)")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (in-process, then every CLI run)")
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="gpu-text-bulk-") as scratch:
         folder = Path(scratch)
         path = args.input or build_input(folder, args.size_mb)
@@ -116,33 +143,44 @@ def main(argv: list[str] | None = None) -> int:
         size = path.stat().st_size
         subprocess.run([sys.executable, "-m", "gpu_text.cli", "tokenize", "--model", model, str(shards / "part-00.txt"),
                         str(folder / "warm.parquet")], check=True, capture_output=True)  # caches filled beforehand
-        rows: list[dict[str, Any]] = [{"run": "in-process Tokenizer.encode", **in_process(model, path, args.repeat)}]
-        for fmt in ("parquet", "megatron"):
-            out = folder / f"out-{fmt}"
-            rows.append({"run": f"CLI {fmt}", **cli_run(["tokenize", "--model", model, str(path), str(out),
-                                                         "--output-format", fmt])})
-            for name in os.listdir(folder):
-                if name.startswith(f"out-{fmt}"):
-                    os.unlink(folder / name)
-        for fmt in ("parquet", "megatron"):
-            rows.append({"run": f"CLI --workers 2 {fmt} ({SHARDS} shards)",
-                         **cli_run(["tokenize", "--model", model, str(shards), "--output-dir", str(folder / f"dir-{fmt}"),
-                                    "--workers", "2", "--output-format", fmt])})
-    base = rows[0]["wall_s"]
-    for row in rows:
-        row["mb_per_s"] = size / 1e6 / row["wall_s"]
-        row["vs_in_process"] = base / row["wall_s"]
+        tokenizer, batches = encoded_batches(model, path)
+        for round_number in range(1, args.rounds + 1):
+            measured = [{"run": "in-process Tokenizer.encode", **in_process(tokenizer, batches)}]
+            for fmt in ("parquet", "megatron"):
+                out = folder / f"out-{fmt}"
+                measured.append({"run": f"CLI {fmt}", **cli_run(["tokenize", "--model", model, str(path), str(out),
+                                                                 "--output-format", fmt])})
+                for name in os.listdir(folder):
+                    if name.startswith(f"out-{fmt}"):
+                        os.unlink(folder / name)
+            for fmt in ("parquet", "megatron"):
+                out_dir = folder / f"dir-{fmt}"
+                measured.append({"run": f"CLI --workers 2 {fmt} ({SHARDS} shards)",
+                                 **cli_run(["tokenize", "--model", model, str(shards), "--output-dir", str(out_dir),
+                                            "--workers", "2", "--output-format", fmt])})
+                shutil.rmtree(out_dir)
+            base = measured[0]["wall_s"]
+            for row in measured:
+                row.update(round=round_number, mb_per_s=size / 1e6 / row["wall_s"], vs_in_process=base / row["wall_s"])
+            rows += measured
+    summary = summarize(rows)
     lines = [f"# Bulk job vs in-process encode ({size / 2**20:.0f} MiB, CPU backend, {os.cpu_count()} CPUs, "
-             f"{platform.processor() or platform.machine()})", "",
-             "| run | wall s | MB/s | vs in-process | CPU s | peak RSS MiB | load |", "|---|---|---|---|---|---|---|"]
+             f"{platform.processor() or platform.machine()}, {args.rounds} interleaved rounds)", "",
+             "| run | vs in-process, median (range) | MB/s, median | peak RSS MiB |", "|---|---|---|---|"]
+    for row in summary:
+        lines.append(f"| {row['run']} | {row['median_ratio']:.2f} ({row['lowest_ratio']:.2f}-{row['highest_ratio']:.2f}) "
+                     f"| {row['median_mb_per_s']:.1f} | {row['peak_rss_mb'] or float('nan'):.0f} |")
+    lines += ["", "| round | run | wall s | MB/s | vs in-process (same round) | CPU s | peak RSS MiB | load |",
+              "|---|---|---|---|---|---|---|---|"]
     for row in rows:
-        lines.append(f"| {row['run']} | {row['wall_s']:.2f} | {row['mb_per_s']:.1f} | {row['vs_in_process']:.2f} | "
-                     f"{row['cpu_s']:.2f} | {row.get('peak_rss_mb', float('nan')):.0f} | {row['load']:.2f} |")
+        lines.append(f"| {row['round']} | {row['run']} | {row['wall_s']:.2f} | {row['mb_per_s']:.1f} | "
+                     f"{row['vs_in_process']:.2f} | {row['cpu_s']:.2f} | {row.get('peak_rss_mb', float('nan')):.0f} | "
+                     f"{row['load']:.2f} |")
     text = "\n".join(lines) + "\n"
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bulk_cli.md").write_text(text)
-    (args.out / "bulk_cli.json").write_text(json.dumps({"bytes": size, "rows": rows}, indent=2))
+    (args.out / "bulk_cli.json").write_text(json.dumps({"bytes": size, "summary": summary, "rows": rows}, indent=2))
     return 0
 
 
