@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from gpu_text.cli_helpers import CommandParser, add_command, add_debug_option, debugging, report_error
+from gpu_text.process_memory import keep_freed_memory
 
 
 def environment_info() -> dict[str, Any]:
@@ -148,8 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     returning it freezes what the command made (:func:`gc.freeze`): the interpreter's last
     collection at exit would walk every object and take apart every cycle, the compiled kernels'
     among them, which after ``gpu-text tokenize`` took 0.7-1.3 s of wall time on a loaded 2-core
-    machine (0.06-0.13 s frozen). Exit handlers, flushes and finalizers still run; a caller that
-    passes ``argv`` (tests, ``gpu-text warmup``) keeps its collector as it was.
+    machine (0.06-0.13 s frozen). It also keeps freed memory in the process for the next chunk
+    (:func:`gpu_text.process_memory.keep_freed_memory`). Exit handlers, flushes and finalizers
+    still run; a caller that passes ``argv`` (tests, ``gpu-text warmup``) keeps its collector and
+    allocator as they were.
 
     >>> main(["--version"])  # doctest: +ELLIPSIS
     gpu_text ...
@@ -157,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     if argv is None:
         gc.set_threshold(*ENTRY_GC_THRESHOLDS)
+        keep_freed_memory()
     code = _run(argv)
     if argv is None:
         gc.freeze()

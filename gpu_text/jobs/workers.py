@@ -33,6 +33,7 @@ from typing import Any
 
 from gpu_text.jobs.pieces import ShardSettings, tokenize_shards
 from gpu_text.jobs.shards import Shard
+from gpu_text.process_memory import keep_freed_memory
 
 Progress = Callable[[int], None]
 Report = Callable[[dict[str, Any]], Any]  # a shard's result message
@@ -285,6 +286,7 @@ def worker_main(connection: Connection, setup: str) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
+    keep_freed_memory()  # a process of its own, chunk after chunk: as the command's (gpu_text.cli.main)
     config = json.loads(setup)
     parent = int(config["parent"])
     _die_with_parent(parent)
