@@ -10,8 +10,9 @@ Numba thread pool is inherited), each with its own environment: ``NUMBA_NUM_THRE
 divided among the workers, unless already set) and, for ``--devices``, ``CUDA_VISIBLE_DEVICES``
 (its one GPU). Parent and workers exchange JSON messages over pipes: a worker asks for a shard
 (``next``) and the parent answers with one, or ``stop`` when none is left; the worker reports
-progress (input bytes read) and each shard's result. A worker dies with its parent (``PR_SET_PDEATHSIG`` on Linux, else it notices its parent is gone),
-so a killed job leaves nothing running; a worker that dies is reported with the shard it was on.
+progress (input bytes read) and each shard's result. A worker dies with its parent
+(``PR_SET_PDEATHSIG`` on Linux, else it notices its parent is gone), so a killed job leaves
+nothing running; a worker that dies is reported with the shard it was on.
 
 >>> [sorted(env) for env in worker_environments(2, cores=4, environ={})]
 [['NUMBA_NUM_THREADS'], ['NUMBA_NUM_THREADS']]
