@@ -19,6 +19,19 @@
 //     where all dynamic shared arrays of a kernel start at the same address.
 //   * Several OS threads ("workers") may take blocks from a shared counter; blocks run in
 //     increasing linear index order within a worker.
+//   * Interleaved mode (`resident` > 0 at launch) models a GPU's resident set instead: up to
+//     `resident` blocks are in flight at once, started in a seeded, locally shuffled order, and
+//     their threads' steps interleave. Every resident block keeps an OS thread of its own (its
+//     shared memory is thread_local), but a baton lets exactly one of them run at any time and
+//     passes only at defined points, chosen by one seeded generator, so a launch is as
+//     deterministic as fibers on one OS thread: a spinning `__nanosleep` always hands the baton
+//     to another resident block, and atomics, `__ldcg`/`__ldcv`/`__stcg`, `__threadfence`,
+//     `__syncthreads` and GT_STEP() hand it over at random (one in kPreemptOneIn). A block that
+//     waits for another block's flag therefore really waits, and one that forgets to wait reads
+//     what is there. What it cannot model: memory is sequentially consistent (one runner at a
+//     time, every write seen at once), so a missing `__threadfence` or `__ldcg` goes unnoticed;
+//     plain and volatile loads are no switch points. A launch whose spinning threads make no
+//     progress for kIdleSpinLimit spins in a row fails with a "deadlock" message.
 //   * When no fiber of a block can run but some have not finished, the launch fails with a
 //     "deadlock" message naming the barriers they wait at, instead of hanging. A __syncthreads
 //     call at another file:line than the one the block's waiting threads called is reported
@@ -179,6 +192,30 @@ inline void init_context(Context* c, char* stack, size_t size, void (*entry)()) 
 // ------------------------------------------------------------------ per-launch data
 using Thunk = void (*)(void* fn, void* const* args);
 
+constexpr unsigned kMaxResident = 64;
+// One switch point in kPreemptOneIn hands the baton over (spins always do).
+constexpr unsigned kPreemptOneIn = 8;
+// Spins (__nanosleep) in a row, over all blocks, with no progress in between: a deadlock.
+// Progress is a barrier, a warp intrinsic, GT_STEP(), an atomic that changed memory, a store or
+// a thread's exit. A legitimate wait needs a few per resident block.
+constexpr unsigned long long kIdleSpinLimit = 20000;
+// Blocks start in a random order within a window of the next kStartWindow unstarted ones.
+constexpr unsigned kStartWindow = 64;
+
+// Interleaved mode's state. Only the slot holding the baton touches it (go[] excepted), and the
+// baton passes through go[]'s sequentially consistent atomics, which order everything else.
+struct Interleave {
+    unsigned slots = 0;  // resident blocks; 0: interleaving off
+    std::atomic<unsigned> go[kMaxResident];  // go[s] == 1: slot s may take the baton
+    bool alive[kMaxResident];
+    unsigned alive_count = 0;
+    unsigned long long rng = 1;
+    unsigned long long window[kStartWindow];  // unstarted blocks the next start picks from
+    unsigned window_count = 0;
+    unsigned long long next_unseen = 0;  // blocks below it entered the window
+    unsigned long long idle_spins = 0;
+};
+
 struct Launch {
     Thunk thunk;
     void* fn;
@@ -196,6 +233,7 @@ struct Launch {
     std::atomic<unsigned long long> max_steps{0};
     char* message;
     size_t message_size;
+    Interleave interleave;
 
     // Keeps the first error of the launch (several workers may fail at once).
     void fail(const char* text) {
@@ -253,6 +291,12 @@ struct Fiber {
     unsigned long long steps;  // GT_STEP() calls of this thread
 };
 
+// xorshift64*: a number in [0, n) (n > 0); *state must not be 0.
+inline unsigned random_below(unsigned long long* state, unsigned long long n) {
+    *state ^= *state >> 12; *state ^= *state << 25; *state ^= *state >> 27;
+    return static_cast<unsigned>(((*state * 0x2545F4914F6CDD1Dull) >> 33) % n);
+}
+
 // Fibers that can run. FIFO for the default, reproducible schedule; random picks with a seed.
 struct ReadyQueue {
     unsigned* items = nullptr;
@@ -261,9 +305,8 @@ struct ReadyQueue {
     void push(unsigned i) { items[(head + count++) % capacity] = i; }
     unsigned pop(unsigned long long* rng) {
         unsigned pick = 0;
-        if (rng) {  // xorshift64*: any ready fiber may go next
-            *rng ^= *rng >> 12; *rng ^= *rng << 25; *rng ^= *rng >> 27;
-            pick = static_cast<unsigned>((*rng * 0x2545F4914F6CDD1Dull) >> 33) % count;
+        if (rng) {  // any ready fiber may go next
+            pick = random_below(rng, count);
             std::swap(items[head], items[(head + pick) % capacity]);
         }
         unsigned i = items[head];
@@ -297,6 +340,9 @@ struct Block {
 static thread_local Context tl_scheduler;
 static thread_local Fiber* tl_current = nullptr;
 static thread_local Launch* tl_launch = nullptr;
+// Interleaved mode: this OS thread's resident slot; kNoSlot otherwise.
+constexpr unsigned kNoSlot = ~0u;
+static thread_local unsigned tl_slot = kNoSlot;
 
 // ------------------------------------------------------------------ fiber stacks
 // One mapping per OS thread, reused across blocks and launches, with an inaccessible page below
@@ -372,6 +418,63 @@ inline void reschedule_self_if_random(Block& b, Fiber* self) {
     }
 }
 
+// ------------------------------------------------------------------ interleaved blocks
+// Gives the baton to another live slot, picked at random, and (unless `leaving`, when this slot has
+// no block left to run) waits for it to come back. Returns at once when no other slot is live.
+inline void take_baton(Interleave& in, unsigned self) {
+    while (in.go[self].exchange(0) == 0) in.go[self].wait(0);
+}
+
+inline void hand_over(Interleave& in, unsigned self, bool leaving) {
+    if (leaving) {
+        in.alive[self] = false;
+        --in.alive_count;
+    }
+    const unsigned others = in.alive_count - (leaving ? 0u : 1u);
+    if (others == 0) return;
+    unsigned pick = random_below(&in.rng, others), target = 0;
+    for (;; ++target)
+        if (target != self && in.alive[target] && pick-- == 0) break;
+    in.go[target].store(1);
+    in.go[target].notify_one();
+    if (!leaving) take_baton(in, self);
+}
+
+// Inside a fiber: lets other resident blocks run, then carries on (or stops, if one of them failed).
+inline void switch_block() {
+    hand_over(tl_launch->interleave, tl_slot, false);
+    if (tl_launch->failed.load()) fail("stopped: another block of the launch failed");
+}
+
+// A switch point (see the header comment): with interleaving on, hands the baton over at random.
+inline void maybe_switch_block() {
+    if (tl_slot == kNoSlot) return;
+    if (random_below(&tl_launch->interleave.rng, kPreemptOneIn) == 0) switch_block();
+}
+
+// Something changed that a spinning thread may be waiting for.
+inline void note_progress() {
+    if (tl_slot != kNoSlot) tl_launch->interleave.idle_spins = 0;
+}
+
+// A thread spins (__nanosleep): other blocks, then the other threads of its own block, run first.
+inline void spin() {
+    if (tl_slot != kNoSlot) {
+        Interleave& in = tl_launch->interleave;
+        if (++in.idle_spins > kIdleSpinLimit) {
+            const Fiber& f = *tl_current;
+            fail("deadlock: %llu spin-waits (__nanosleep) in a row over the %u resident blocks without progress; "
+                 "thread (%u,%u,%u) of block (%u,%u,%u) spins for a flag no block will set (a wait on a block "
+                 "that has not started, or on itself?)",
+                 kIdleSpinLimit, in.slots, f.index.x, f.index.y, f.index.z, f.block->index.x, f.block->index.y,
+                 f.block->index.z);
+        }
+        switch_block();
+    }
+    make_ready(*tl_current->block, tl_current);
+    park();
+}
+
 // ------------------------------------------------------------------ __syncthreads
 inline void release_block_barrier(Block& b, Fiber* self) {
     b.last_arrived = b.barrier_arrived;
@@ -384,6 +487,8 @@ inline void release_block_barrier(Block& b, Fiber* self) {
 
 // Returns how many arriving threads had a non-zero predicate; *arrived gets how many arrived.
 inline unsigned block_barrier(int predicate, const char* file, int line, unsigned* arrived) {
+    note_progress();
+    maybe_switch_block();
     Fiber* self = tl_current;
     Block& b = *self->block;
     if (b.barrier_arrived == 0) {
@@ -475,6 +580,7 @@ inline void complete_warp_group(Block& b, Warp& w, unsigned slot, Fiber* self) {
 // arrive, then returns this lane's result (computed by the last lane to arrive).
 inline unsigned long long warp_collective(WarpOp op, unsigned mask, unsigned long long value, int source,
                                           const char* file, int line) {
+    note_progress();
     Fiber* self = tl_current;
     Block& b = *self->block;
     Warp& w = *self->warp;
@@ -511,16 +617,12 @@ inline unsigned long long warp_collective(WarpOp op, unsigned mask, unsigned lon
     return w.result[self->lane];
 }
 
-inline void yield_now() {
-    make_ready(*tl_current->block, tl_current);
-    park();
-}
-
 // A thread returned from the kernel: barriers it will never reach may now be complete.
 inline void thread_exit(Fiber* f) {
     Block& b = *f->block;
     Warp& w = *f->warp;
     f->done = true;
+    note_progress();
     // The launch keeps the largest per-thread step count (workers may finish blocks at once).
     std::atomic<unsigned long long>& most = tl_launch->max_steps;
     for (unsigned long long seen = most.load(); seen < f->steps && !most.compare_exchange_weak(seen, f->steps);) {}
@@ -627,7 +729,23 @@ inline bool run_block(Launch& L, Block& b, unsigned long long linear_block) {
 // Defined, with every `extern __shared__` name of the kernel file as an alias, by a generated file.
 extern "C" __attribute__((visibility("hidden"))) thread_local unsigned char cuemu_dynamic_shared[];
 
-// One worker: takes blocks until none are left or some worker failed.
+// The next block to start, or L.nblocks when all have started. Interleaved: a random one of the
+// next kStartWindow unstarted blocks (the baton holder asks); else the next in index order.
+inline unsigned long long claim_block(Launch& L) {
+    if (tl_slot == kNoSlot) {
+        const unsigned long long bi = L.next_block.fetch_add(1);
+        return bi < L.nblocks ? bi : L.nblocks;
+    }
+    Interleave& in = L.interleave;
+    while (in.window_count < kStartWindow && in.next_unseen < L.nblocks) in.window[in.window_count++] = in.next_unseen++;
+    if (in.window_count == 0) return L.nblocks;
+    const unsigned pick = random_below(&in.rng, in.window_count);
+    const unsigned long long bi = in.window[pick];
+    in.window[pick] = in.window[--in.window_count];
+    return bi;
+}
+
+// One worker (or resident slot): takes blocks until none are left or some worker failed.
 inline void run_blocks(Launch& L) {
     const unsigned n = L.nthreads;
     if (!tl_stacks.ensure(n, L.stack_bytes)) {
@@ -647,7 +765,7 @@ inline void run_blocks(Launch& L) {
         b->ready.capacity = n;
         tl_launch = &L;
         while (!L.failed.load(std::memory_order_relaxed)) {
-            const unsigned long long bi = L.next_block.fetch_add(1);
+            const unsigned long long bi = claim_block(L);
             if (bi >= L.nblocks) break;
             if (L.dynamic_shared) memset(cuemu_dynamic_shared, kSharedPoison, L.dynamic_shared);
             if (!run_block(L, *b, bi)) {
@@ -669,6 +787,49 @@ inline void run_blocks(Launch& L) {
 inline void* worker_main(void* launch) {
     run_blocks(*static_cast<Launch*>(launch));
     return nullptr;
+}
+
+// A resident slot of interleaved mode: runs blocks while it holds the baton, then leaves.
+struct SlotStart {
+    Launch* launch;
+    unsigned slot;
+};
+inline void run_slot(Launch& L, unsigned slot) {
+    take_baton(L.interleave, slot);
+    tl_slot = slot;
+    run_blocks(L);
+    tl_slot = kNoSlot;
+    hand_over(L.interleave, slot, true);
+}
+inline void* slot_main(void* start) {
+    const SlotStart s = *static_cast<SlotStart*>(start);
+    run_slot(*s.launch, s.slot);
+    return nullptr;
+}
+
+// Interleaved launch: slot 0 is the calling thread, which holds the baton first.
+inline void run_interleaved(Launch& L, unsigned resident, unsigned long long seed) {
+    Interleave& in = L.interleave;
+    unsigned slots = resident < kMaxResident ? resident : kMaxResident;
+    if (slots > L.nblocks) slots = static_cast<unsigned>(L.nblocks);
+    in.rng = (seed * 0x9E3779B97F4A7C15ull) | 1ull;
+    for (unsigned s = 0; s < kMaxResident; ++s) {
+        in.go[s].store(0);
+        in.alive[s] = false;
+    }
+    pthread_t threads[kMaxResident];
+    SlotStart starts[kMaxResident];
+    unsigned started = 1;  // slots that exist: the OS may refuse threads, fewer slots then
+    for (; started < slots; ++started) {
+        starts[started] = SlotStart{&L, started};
+        if (pthread_create(&threads[started], nullptr, slot_main, &starts[started]) != 0) break;
+    }
+    in.slots = started;
+    in.alive_count = started;
+    for (unsigned s = 0; s < started; ++s) in.alive[s] = true;
+    in.go[0].store(1);
+    run_slot(L, 0);
+    for (unsigned s = 1; s < started; ++s) pthread_join(threads[s], nullptr);
 }
 
 // ------------------------------------------------------------------ kernel table
@@ -742,7 +903,15 @@ extern const unsigned cuemu_kernel_table_size;
 // (cuemu_last_launch_steps, EmulatedKernel.last_max_steps), so tests can assert that no thread
 // runs a loop that grows with a row. Kernels get the no-op definition for NVRTC from
 // cuda/step_counter.cuh, which leaves this one in place.
-#define GT_STEP() (static_cast<void>(++::cuemu::tl_current->steps))
+// Interleaved, a step is also progress and a switch point.
+namespace cuemu {
+inline void count_step() {
+    ++tl_current->steps;
+    note_progress();
+    maybe_switch_block();
+}
+}  // namespace cuemu
+#define GT_STEP() (::cuemu::count_step())
 
 // ================================================================== synchronisation
 // The source location (default arguments, evaluated at the call site) identifies the barrier,
@@ -772,11 +941,16 @@ inline void __syncwarp(unsigned mask = 0xffffffffu, CUDA_EMU_SITE) {
 inline unsigned __activemask() { return ::cuemu::tl_current->warp->live; }
 
 // Fences order memory for other OS threads (other workers); fibers of a block share one thread.
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+// Interleaved, memory is sequentially consistent anyway: a fence is only a switch point.
+inline void __threadfence() {
+    ::cuemu::maybe_switch_block();
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 // The only way a spinning thread can let the other threads of its block run.
-inline void __nanosleep(unsigned) { ::cuemu::yield_now(); }
+// Interleaved, it lets the other resident blocks run first (see the header comment).
+inline void __nanosleep(unsigned) { ::cuemu::spin(); }
 [[noreturn]] inline void __trap() {
     const uint3 t = ::cuemu::tl_current->index;
     ::cuemu::fail("__trap() called by thread (%u,%u,%u)", t.x, t.y, t.z);
@@ -896,51 +1070,69 @@ inline unsigned __match_all_sync(unsigned mask, T value, int* pred, CUDA_EMU_SIT
 // The value parameters are non-deduced so that atomicAdd(&unsigned_counter, 1) works as in CUDA.
 template <class T> using cuemu_value_t = std::type_identity_t<T>;
 
+namespace cuemu {
+// Every atomic is a switch point, and progress (for the deadlock check) when it changed memory.
+template <class T, class Op>
+inline T atomic_update(T* address, Op op) {
+    maybe_switch_block();
+    std::atomic_ref<T> ref(*address);
+    const T old = op(ref);
+    if (tl_slot != kNoSlot && ref.load() != old) note_progress();
+    return old;
+}
+}  // namespace cuemu
+
 template <class T> inline T atomicAdd(T* address, cuemu_value_t<T> val) {
-    return std::atomic_ref<T>(*address).fetch_add(val);
+    return ::cuemu::atomic_update(address, [&](std::atomic_ref<T>& ref) { return ref.fetch_add(val); });
 }
 template <class T> inline T atomicSub(T* address, cuemu_value_t<T> val) {
-    return std::atomic_ref<T>(*address).fetch_sub(val);
+    return ::cuemu::atomic_update(address, [&](std::atomic_ref<T>& ref) { return ref.fetch_sub(val); });
 }
 template <class T> inline T atomicExch(T* address, cuemu_value_t<T> val) {
-    return std::atomic_ref<T>(*address).exchange(val);
+    return ::cuemu::atomic_update(address, [&](std::atomic_ref<T>& ref) { return ref.exchange(val); });
 }
 template <class T> inline T atomicAnd(T* address, cuemu_value_t<T> val) {
-    return std::atomic_ref<T>(*address).fetch_and(val);
+    return ::cuemu::atomic_update(address, [&](std::atomic_ref<T>& ref) { return ref.fetch_and(val); });
 }
 template <class T> inline T atomicOr(T* address, cuemu_value_t<T> val) {
-    return std::atomic_ref<T>(*address).fetch_or(val);
+    return ::cuemu::atomic_update(address, [&](std::atomic_ref<T>& ref) { return ref.fetch_or(val); });
 }
 template <class T> inline T atomicXor(T* address, cuemu_value_t<T> val) {
-    return std::atomic_ref<T>(*address).fetch_xor(val);
+    return ::cuemu::atomic_update(address, [&](std::atomic_ref<T>& ref) { return ref.fetch_xor(val); });
 }
 template <class T> inline T atomicCAS(T* address, cuemu_value_t<T> compare, cuemu_value_t<T> val) {
-    std::atomic_ref<T>(*address).compare_exchange_strong(compare, val);
-    return compare;  // the old value, whether or not the swap happened
+    return ::cuemu::atomic_update(address, [&](std::atomic_ref<T>& ref) {
+        ref.compare_exchange_strong(compare, val);
+        return compare;  // the old value, whether or not the swap happened
+    });
 }
 template <class T> inline T atomicMax(T* address, cuemu_value_t<T> val) {
-    std::atomic_ref<T> ref(*address);
-    T old = ref.load();
-    while (old < val && !ref.compare_exchange_weak(old, val)) {}
-    return old;
+    return ::cuemu::atomic_update(address, [&](std::atomic_ref<T>& ref) {
+        T old = ref.load();
+        while (old < val && !ref.compare_exchange_weak(old, val)) {}
+        return old;
+    });
 }
 template <class T> inline T atomicMin(T* address, cuemu_value_t<T> val) {
-    std::atomic_ref<T> ref(*address);
-    T old = ref.load();
-    while (val < old && !ref.compare_exchange_weak(old, val)) {}
-    return old;
+    return ::cuemu::atomic_update(address, [&](std::atomic_ref<T>& ref) {
+        T old = ref.load();
+        while (val < old && !ref.compare_exchange_weak(old, val)) {}
+        return old;
+    });
 }
 inline unsigned atomicInc(unsigned* address, unsigned limit) {  // ((old >= limit) ? 0 : old + 1)
-    std::atomic_ref<unsigned> ref(*address);
-    unsigned old = ref.load();
-    while (!ref.compare_exchange_weak(old, old >= limit ? 0u : old + 1u)) {}
-    return old;
+    return ::cuemu::atomic_update(address, [&](std::atomic_ref<unsigned>& ref) {
+        unsigned old = ref.load();
+        while (!ref.compare_exchange_weak(old, old >= limit ? 0u : old + 1u)) {}
+        return old;
+    });
 }
 inline unsigned atomicDec(unsigned* address, unsigned limit) {  // ((old == 0 || old > limit) ? limit : old - 1)
-    std::atomic_ref<unsigned> ref(*address);
-    unsigned old = ref.load();
-    while (!ref.compare_exchange_weak(old, (old == 0u || old > limit) ? limit : old - 1u)) {}
-    return old;
+    return ::cuemu::atomic_update(address, [&](std::atomic_ref<unsigned>& ref) {
+        unsigned old = ref.load();
+        while (!ref.compare_exchange_weak(old, (old == 0u || old > limit) ? limit : old - 1u)) {}
+        return old;
+    });
 }
 // Scoped variants: every scope is the whole process here.
 #define atomicAdd_block atomicAdd
@@ -1066,16 +1258,31 @@ inline int __double2int_rn(double x) { return ::cuemu::saturating_cast<int>(near
 inline int __double2int_rz(double x) { return ::cuemu::saturating_cast<int>(trunc(x)); }
 
 // ================================================================== memory access hints
+// The coherent loads and stores (__ldcg, __ldcv, __stcg) are how blocks read and write what other
+// blocks of the launch share: interleaved, they are switch points; __ldg (read-only data) is not.
+namespace cuemu {
+template <class T>
+inline T shared_load(const T* p) {
+    maybe_switch_block();
+    return *p;
+}
+template <class T>
+inline void shared_store(T* p, T v) {
+    maybe_switch_block();
+    *p = v;
+    note_progress();
+}
+}  // namespace cuemu
 template <class T> inline T __ldg(const T* p) { return *p; }
-template <class T> inline T __ldcg(const T* p) { return *p; }
+template <class T> inline T __ldcg(const T* p) { return ::cuemu::shared_load(p); }
 template <class T> inline T __ldca(const T* p) { return *p; }
 template <class T> inline T __ldcs(const T* p) { return *p; }
 template <class T> inline T __ldlu(const T* p) { return *p; }
-template <class T> inline T __ldcv(const T* p) { return *p; }
-template <class T> inline void __stcg(T* p, T v) { *p = v; }
+template <class T> inline T __ldcv(const T* p) { return ::cuemu::shared_load(p); }
+template <class T> inline void __stcg(T* p, T v) { ::cuemu::shared_store(p, v); }
 template <class T> inline void __stcs(T* p, T v) { *p = v; }
 template <class T> inline void __stwb(T* p, T v) { *p = v; }
-template <class T> inline void __stwt(T* p, T v) { *p = v; }
+template <class T> inline void __stwt(T* p, T v) { ::cuemu::shared_store(p, v); }
 
 // ================================================================== C entry points (ctypes)
 #define CUDA_EMU_EXPORT extern "C" __attribute__((visibility("default")))
@@ -1093,9 +1300,12 @@ CUDA_EMU_EXPORT unsigned long long cuemu_last_launch_steps() { return cuemu_last
 
 // Launches kernel k on grid x block; returns 0, or 1 with a message in `message`.
 // args[i] points at the bytes of argument i, as kernelParams does for cuLaunchKernel.
+// resident > 0: interleaved mode with that many resident blocks (at most 64; `workers` unused),
+// its schedule drawn from interleave_seed.
 CUDA_EMU_EXPORT int cuemu_launch(unsigned k, const unsigned* grid, const unsigned* block,
                                  unsigned long long dynamic_shared, void* const* args, unsigned workers,
-                                 unsigned long long seed, unsigned stack_kib, char* message,
+                                 unsigned long long seed, unsigned stack_kib, unsigned resident,
+                                 unsigned long long interleave_seed, char* message,
                                  unsigned long long message_size) {
     auto refuse = [&](const char* format, auto... values) {
         snprintf(message, message_size, format, values...);
@@ -1135,16 +1345,20 @@ CUDA_EMU_EXPORT int cuemu_launch(unsigned k, const unsigned* grid, const unsigne
     launch.message = message;
     launch.message_size = message_size;
 
-    // The calling thread is worker 0; the others are started for this launch only.
-    unsigned extra = workers > 1 ? workers - 1 : 0;
-    if (extra > launch.nblocks - 1) extra = static_cast<unsigned>(launch.nblocks - 1);
-    pthread_t threads[64];
-    if (extra > 64) extra = 64;
-    unsigned started = 0;
-    for (; started < extra; ++started)
-        if (pthread_create(&threads[started], nullptr, ::cuemu::worker_main, &launch) != 0) break;
-    ::cuemu::run_blocks(launch);
-    for (unsigned i = 0; i < started; ++i) pthread_join(threads[i], nullptr);
+    if (resident) {
+        ::cuemu::run_interleaved(launch, resident, interleave_seed);
+    } else {
+        // The calling thread is worker 0; the others are started for this launch only.
+        unsigned extra = workers > 1 ? workers - 1 : 0;
+        if (extra > launch.nblocks - 1) extra = static_cast<unsigned>(launch.nblocks - 1);
+        pthread_t threads[64];
+        if (extra > 64) extra = 64;
+        unsigned started = 0;
+        for (; started < extra; ++started)
+            if (pthread_create(&threads[started], nullptr, ::cuemu::worker_main, &launch) != 0) break;
+        ::cuemu::run_blocks(launch);
+        for (unsigned i = 0; i < started; ++i) pthread_join(threads[i], nullptr);
+    }
     cuemu_last_steps.store(launch.max_steps.load());
     return launch.failed.load() ? 1 : 0;
 }

@@ -19,11 +19,23 @@ Per-thread work: a kernel that calls ``GT_STEP()`` (``cuda/step_counter.cuh``; n
 in its data-dependent loops has, after each launch, ``kernel.last_max_steps`` (and the module's
 ``last_max_steps``): the largest number of those calls made by one thread of that launch.
 
+Interleaved blocks: ``EmulatedModule(..., interleave=8)`` (or ``$GPU_TEXT_EMU_INTERLEAVE=8``)
+keeps up to 8 blocks resident at once, started in a seeded shuffled order, and interleaves their
+threads: a thread that spins with ``__nanosleep`` lets the other resident blocks run, and atomics,
+``__ldcg``/``__ldcv``/``__stcg``, ``__threadfence``, ``__syncthreads`` and ``GT_STEP()`` switch to
+another block at random. So a block that waits for another's flag really waits, and one that
+misses a wait reads what is there. The schedule comes from ``interleave_seed`` (a launch argument,
+else the module's, else ``$GPU_TEXT_EMU_INTERLEAVE_SEED``, else 1) and is reproducible. Only one
+block runs at a time and memory is sequentially consistent: the mode finds missing waits and
+publishes that come too early, not missing fences (``__threadfence``) or ``__ldcg``. Spin-waits
+that never end fail with a "deadlock" message. ``workers`` is not used in this mode.
+
 Errors inside a launch (a deadlock, an invalid launch configuration, too much shared memory)
 raise :class:`EmulationError`. What the emulator cannot catch: out-of-bounds memory accesses
 (they crash the process or corrupt memory, as on a GPU) and threads of one block that spin-wait
-on each other without ``__nanosleep`` (fibers are cooperative; that hangs). Blocks run in
-increasing index order on each worker, so only waits on lower-numbered blocks can complete.
+on each other without ``__nanosleep`` (fibers are cooperative; that hangs). Without interleaving,
+blocks run in increasing index order on each worker, so only waits on lower-numbered blocks can
+complete.
 
 Supported: what ``cuda_emu.h`` lists (built-in index variables, barriers including
 ``__syncthreads_count/_and/_or``, every ``*_sync`` shuffle/vote/reduce/match warp intrinsic,
@@ -31,7 +43,7 @@ atomics on 32/64-bit integers, float and double, static and dynamic shared memor
 ``__launch_bounds__``, ``__nanosleep``, ``__trap``, ``printf``). Not supported: kernels that are
 not ``extern "C" __global__`` at file scope (templates, ``extern "C" { ... }`` blocks,
 namespaces), cooperative groups, textures and surfaces, inline PTX, ``__half``, clock functions,
-cross-block synchronisation beyond waiting on lower-numbered blocks. The fast-math intrinsics
+grid-wide barriers. The fast-math intrinsics
 (``__expf``, ...) return the exact result; compilers on the two sides may also differ in float
 contraction, so compare floats with a tolerance.
 
@@ -80,6 +92,7 @@ _FLAGS = (
 DEFAULT_MAX_DYNAMIC_SHARED = 48 * 1024
 MAX_DYNAMIC_SHARED = 227 * 1024  # sm_90 opt-in limit; must equal cuemu::kMaxDynamicSharedBytes
 _DEFAULT_STACK_KIB = 64
+MAX_RESIDENT = 64  # interleaved mode's most resident blocks; must equal cuemu::kMaxResident
 _MESSAGE_SIZE = 4096
 
 _PARENS = r"\((?:[^()]|\([^()]*\))*\)"  # balanced parentheses, one level of nesting
@@ -189,7 +202,10 @@ class EmulatedModule:
 
     ``include_dirs`` are searched after the ``.cu`` file's own directory. ``workers`` OS threads
     run blocks in parallel (default ``$GPU_TEXT_EMU_WORKERS`` or 1); ``stack_kib`` is the stack
-    of every emulated CUDA thread. ``defines`` become ``-D`` options.
+    of every emulated CUDA thread. ``defines`` become ``-D`` options. ``interleave`` (default
+    ``$GPU_TEXT_EMU_INTERLEAVE`` or 0, off) is the number of resident blocks whose threads
+    interleave, ``interleave_seed`` (default ``$GPU_TEXT_EMU_INTERLEAVE_SEED`` or 1) their
+    schedule; see the module docstring.
 
     Attributes: ``kernel_names``, ``library_path``, ``built`` (whether this construction ran
     the compiler rather than reusing the cache), ``build_seconds``, ``build_log`` (compiler
@@ -205,6 +221,8 @@ class EmulatedModule:
         workers: int | None = None,
         stack_kib: int = _DEFAULT_STACK_KIB,
         defines: Sequence[str] = (),
+        interleave: int | None = None,
+        interleave_seed: int | None = None,
     ) -> None:
         self.cu_path = Path(cu_path).resolve()
         if not self.cu_path.is_file():
@@ -212,6 +230,11 @@ class EmulatedModule:
         self.include_dirs = [self.cu_path.parent] + [Path(d).resolve() for d in include_dirs]
         self.workers = max(1, int(workers if workers is not None else os.environ.get("GPU_TEXT_EMU_WORKERS", 1)))
         self.stack_kib = int(stack_kib)
+        self.interleave = int(interleave if interleave is not None else os.environ.get("GPU_TEXT_EMU_INTERLEAVE", 0))
+        if not 0 <= self.interleave <= MAX_RESIDENT:
+            raise ValueError(f"interleave must be 0 (off) or up to {MAX_RESIDENT} resident blocks, got {self.interleave}")
+        self.interleave_seed = int(interleave_seed if interleave_seed is not None
+                                   else os.environ.get("GPU_TEXT_EMU_INTERLEAVE_SEED", 1))
         cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
 
         source = self.cu_path.read_text()
@@ -322,7 +345,7 @@ class EmulatedModule:
         lib.cuemu_launch.argtypes = [
             ctypes.c_uint, ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint), ctypes.c_ulonglong,
             ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint, ctypes.c_ulonglong, ctypes.c_uint,
-            ctypes.c_char_p, ctypes.c_ulonglong,
+            ctypes.c_uint, ctypes.c_ulonglong, ctypes.c_char_p, ctypes.c_ulonglong,
         ]
         self._lib = lib
         self._params: dict[str, tuple[int, tuple[tuple[str, int], ...], int]] = {}
@@ -382,11 +405,13 @@ class EmulatedKernel:
             raise EmulationError(f"max_dynamic_shared_size_bytes must be in [0, {MAX_DYNAMIC_SHARED}], got {value}")
         self._max_dynamic_shared = int(value)
 
-    def __call__(self, grid, block, args, shared_mem: int = 0, *, schedule_seed: int = 0) -> None:
+    def __call__(self, grid, block, args, shared_mem: int = 0, *, schedule_seed: int = 0,
+                 interleave_seed: int | None = None) -> None:
         """Runs the kernel to completion on ``grid`` x ``block``.
 
         ``schedule_seed`` 0 runs ready threads in thread order (reproducible); another value
         picks them at random, which can expose missing ``__syncthreads`` in other places.
+        ``interleave_seed`` overrides the module's for this launch (interleaved modules only).
         """
         grid3 = _as_dim3(grid, "grid")
         block3 = _as_dim3(block, "block")
@@ -408,6 +433,8 @@ class EmulatedKernel:
         status = self.module._lib.cuemu_launch(
             self._index, (ctypes.c_uint * 3)(*grid3), (ctypes.c_uint * 3)(*block3), shared_mem, pointers,
             self.module.workers, operator.index(schedule_seed) & (2**64 - 1), self.module.stack_kib,
+            self.module.interleave,
+            operator.index(self.module.interleave_seed if interleave_seed is None else interleave_seed) & (2**64 - 1),
             message, _MESSAGE_SIZE,
         )
         # GT_STEP() counts of the launch just finished (also after a failed one)
