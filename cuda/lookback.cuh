@@ -16,6 +16,12 @@
 #include "common.cuh"
 #include "step_counter.cuh"
 
+// GT_EMU_BREAK_LOOKBACK (tests/test_interblock_waits.py only) drops the look-back's wait, to prove
+// that the emulator's interleaved mode catches a missing wait. Never in a build for a GPU.
+#if defined(GT_EMU_BREAK_LOOKBACK) && !defined(CUDA_EMU)
+#error "GT_EMU_BREAK_LOOKBACK breaks the look-back on purpose; it is for the CPU emulator's tests only"
+#endif
+
 #define GT_LOOKBACK_AGGREGATE (1ull << 62)
 #define GT_LOOKBACK_INCLUSIVE (2ull << 62)
 #define GT_LOOKBACK_VALUE ((1ull << 62) - 1ull)
@@ -44,7 +50,11 @@ __device__ __forceinline__ i64 lookback_exclusive(u64* status, i64 tile, i64 cou
         u64 word = GT_LOOKBACK_INCLUSIVE;  // before tile 0: an inclusive prefix of 0
         if (j >= 0) {
             // An earlier tile may not have its count yet: wait for it (it never waits on us).
+#ifndef GT_EMU_BREAK_LOOKBACK
             while (((word = atomicAdd(&status[1 + j], 0ull)) >> 62) == 0) __nanosleep(64);
+#else
+            word = atomicAdd(&status[1 + j], 0ull);  // the broken copy reads whatever is there
+#endif
         }
         const unsigned done = __ballot_sync(0xffffffffu, (word >> 62) == 2);
         const int stop = done ? __ffs((int)done) - 1 : 31;  // the nearest tile with its inclusive prefix

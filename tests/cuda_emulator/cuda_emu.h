@@ -26,9 +26,13 @@
 //     passes only at defined points, chosen by one seeded generator, so a launch is as
 //     deterministic as fibers on one OS thread: a spinning `__nanosleep` always hands the baton
 //     to another resident block, and atomics, `__ldcg`/`__ldcv`/`__stcg`, `__threadfence`,
-//     `__syncthreads` and GT_STEP() hand it over at random (one in kPreemptOneIn). A block that
-//     waits for another block's flag therefore really waits, and one that forgets to wait reads
-//     what is there. What it cannot model: memory is sequentially consistent (one runner at a
+//     `__syncthreads` and GT_STEP() hand it over at random, at a rate a block draws anew each
+//     time it hands over (one switch point in 2 to one in 1024), and the baton goes to a block in
+//     proportion to its rate: blocks run at very different and changing speeds, so a block that
+//     started later often overtakes an earlier one, and one held back between two steps (between
+//     counting itself done and writing its result, say) may stay behind by far. (With one rate
+//     for all, the earlier block nearly always stays ahead.) A block that waits for another block's flag therefore
+//     really waits, and one that forgets to wait reads what is there. What it cannot model: memory is sequentially consistent (one runner at a
 //     time, every write seen at once), so a missing `__threadfence` or `__ldcg` goes unnoticed;
 //     plain and volatile loads are no switch points. A launch whose spinning threads make no
 //     progress for kIdleSpinLimit spins in a row fails with a "deadlock" message.
@@ -193,8 +197,6 @@ inline void init_context(Context* c, char* stack, size_t size, void (*entry)()) 
 using Thunk = void (*)(void* fn, void* const* args);
 
 constexpr unsigned kMaxResident = 64;
-// One switch point in kPreemptOneIn hands the baton over (spins always do).
-constexpr unsigned kPreemptOneIn = 8;
 // Spins (__nanosleep) in a row, over all blocks, with no progress in between: a deadlock.
 // Progress is a barrier, a warp intrinsic, GT_STEP(), an atomic that changed memory, a store or
 // a thread's exit. A legitimate wait needs a few per resident block.
@@ -208,6 +210,7 @@ struct Interleave {
     unsigned slots = 0;  // resident blocks; 0: interleaving off
     std::atomic<unsigned> go[kMaxResident];  // go[s] == 1: slot s may take the baton
     bool alive[kMaxResident];
+    unsigned switch_one_in[kMaxResident];  // the rate at which slot s's block hands the baton over
     unsigned alive_count = 0;
     unsigned long long rng = 1;
     unsigned long long window[kStartWindow];  // unstarted blocks the next start picks from
@@ -430,26 +433,40 @@ inline void hand_over(Interleave& in, unsigned self, bool leaving) {
         in.alive[self] = false;
         --in.alive_count;
     }
-    const unsigned others = in.alive_count - (leaving ? 0u : 1u);
-    if (others == 0) return;
-    unsigned pick = random_below(&in.rng, others), target = 0;
-    for (;; ++target)
-        if (target != self && in.alive[target] && pick-- == 0) break;
+    // A slot is picked in proportion to its block's rate: a slow block runs seldom and briefly.
+    unsigned long long weights = 0;
+    for (unsigned s = 0; s < in.slots; ++s)
+        if (s != self && in.alive[s]) weights += in.switch_one_in[s];
+    if (weights == 0) return;
+    unsigned long long pick = random_below(&in.rng, weights);
+    unsigned target = 0;
+    for (;; ++target) {
+        if (target == self || !in.alive[target]) continue;
+        if (pick < in.switch_one_in[target]) break;
+        pick -= in.switch_one_in[target];
+    }
     in.go[target].store(1);
     in.go[target].notify_one();
     if (!leaving) take_baton(in, self);
 }
 
+// A block's rate of switch points that hand the baton over: one in 2, 16, 128 or 1024.
+inline unsigned draw_rate(Interleave& in) { return 2u << (3 * random_below(&in.rng, 4)); }
+
 // Inside a fiber: lets other resident blocks run, then carries on (or stops, if one of them failed).
+// The block leaves at a new rate: a block may be held back at any point, not only from its start.
 inline void switch_block() {
-    hand_over(tl_launch->interleave, tl_slot, false);
+    Interleave& in = tl_launch->interleave;
+    in.switch_one_in[tl_slot] = draw_rate(in);
+    hand_over(in, tl_slot, false);
     if (tl_launch->failed.load()) fail("stopped: another block of the launch failed");
 }
 
 // A switch point (see the header comment): with interleaving on, hands the baton over at random.
 inline void maybe_switch_block() {
     if (tl_slot == kNoSlot) return;
-    if (random_below(&tl_launch->interleave.rng, kPreemptOneIn) == 0) switch_block();
+    Interleave& in = tl_launch->interleave;
+    if (random_below(&in.rng, in.switch_one_in[tl_slot]) == 0) switch_block();
 }
 
 // Something changed that a spinning thread may be waiting for.
@@ -742,6 +759,7 @@ inline unsigned long long claim_block(Launch& L) {
     const unsigned pick = random_below(&in.rng, in.window_count);
     const unsigned long long bi = in.window[pick];
     in.window[pick] = in.window[--in.window_count];
+    in.switch_one_in[tl_slot] = draw_rate(in);
     return bi;
 }
 
@@ -816,6 +834,7 @@ inline void run_interleaved(Launch& L, unsigned resident, unsigned long long see
     for (unsigned s = 0; s < kMaxResident; ++s) {
         in.go[s].store(0);
         in.alive[s] = false;
+        in.switch_one_in[s] = 2;  // until the slot starts a block
     }
     pthread_t threads[kMaxResident];
     SlotStart starts[kMaxResident];

@@ -1,0 +1,238 @@
+"""Kernels whose blocks wait for each other, under the emulator's interleaved mode (issue 16).
+
+Without it the emulator runs blocks one after another, so a block only ever waits for blocks that
+have finished: a missing wait or a publish before the data passes every test. Interleaved
+(``EmulatedModule(interleave=K)``), K blocks are resident, start in a seeded shuffled order and
+switch at atomics, coherent loads, fences, barriers and steps, at rates that differ per block.
+
+Here: the mode's own kernels (tests/cuda_emulator/kernels/interblock.cu) and mutants of them that
+sequential blocks cannot tell apart from the right ones; the library's one-pass tiled kernels
+(decoupled look-back in UTF-8 decoding and BPE, the land-and-join waits of the pre-tokenizer and
+normalizer scans) and the lattice's "last block" pattern, interleaved, against their Numba twins or
+references; and the look-back built with its wait removed (``-DGT_EMU_BREAK_LOOKBACK``), which
+sequential blocks decode right and interleaved ones do not.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu_text.backend import Backend, get_backend
+from gpu_text.batch import TextBatch
+from gpu_text.kernel_sources import kernel_source_dir, kernel_source_path
+from tests.cuda_emulator.emulator import EmulatedModule, EmulationError
+from tests.test_utf8_kernels import host
+
+pytestmark = pytest.mark.skipif(os.environ.get("GPU_TEXT_SKIP_EMULATION") == "1",
+                                reason="emulated kernels run in CI, not in the device check")
+
+INTERBLOCK = Path(__file__).resolve().parent / "cuda_emulator" / "kernels" / "interblock.cu"
+RESIDENT = 8
+SEEDS = (1, 2, 3)
+
+
+class InterleavedRuntime:
+    """Kernel runtime with numpy arrays and the library's kernels built for interleaved blocks."""
+
+    xp = np
+
+    def __init__(self, seed: int, resident: int = RESIDENT, defines: tuple[str, ...] = ()) -> None:
+        self.seed, self.resident, self.defines = seed, resident, defines
+        self._modules: dict[str, EmulatedModule] = {}
+
+    def module(self, family: str) -> EmulatedModule:
+        if family not in self._modules:
+            self._modules[family] = EmulatedModule(
+                str(kernel_source_path(family)), include_dirs=[str(kernel_source_dir())], defines=self.defines,
+                interleave=self.resident, interleave_seed=self.seed)
+        return self._modules[family]
+
+    def function(self, family: str, name: str):
+        return self.module(family).get_function(name)
+
+
+def interleaved(seed: int, resident: int = RESIDENT, defines: tuple[str, ...] = ()) -> Backend:
+    return Backend("cuda-emulated-interleaved", np, InterleavedRuntime(seed, resident, defines))
+
+
+def assert_same(got, want) -> None:
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(host(g), host(w))
+
+
+# ------------------------------------------------------------------ the mode itself
+def interblock(interleave: int = RESIDENT, defines: tuple[str, ...] = ()) -> EmulatedModule:
+    return EmulatedModule(str(INTERBLOCK), defines=defines, interleave=interleave)
+
+
+def chained_prefix(module: EmulatedModule, seed: int, n_tiles: int = 24, block: int = 64):
+    """(whether every tile got the right exclusive prefix, the tile each block took)."""
+    values = np.random.default_rng(seed).integers(0, 1000, n_tiles * block).astype(np.int64)
+    counter = np.zeros(1, np.uint64)
+    flags = np.zeros(n_tiles + 1, np.uint32)
+    prefix = np.zeros(n_tiles + 1, np.int64)
+    out = np.full(n_tiles, -1, np.int64)
+    tile_of_block = np.full(n_tiles, -1, np.int64)
+    module.get_function("chained_prefix")((n_tiles,), (block,), (values, np.int64(values.size), counter, flags,
+                                                                 prefix, out, tile_of_block), interleave_seed=seed)
+    sums = values.reshape(n_tiles, block).sum(axis=1)
+    return bool(np.array_equal(out, np.cumsum(sums) - sums)), tile_of_block
+
+
+def test_waits_across_blocks_in_shuffled_order():
+    module = interblock()
+    for seed in SEEDS:
+        right, tile_of_block = chained_prefix(module, seed)
+        assert right
+        assert sorted(tile_of_block) == list(range(tile_of_block.size))
+        assert not np.array_equal(tile_of_block, np.arange(tile_of_block.size))  # blocks did not start in order
+
+
+def test_a_missing_wait_is_caught_only_when_interleaved():
+    sequential, broken = interblock(0, ("SKIP_WAIT",)), interblock(RESIDENT, ("SKIP_WAIT",))
+    for seed in SEEDS:
+        assert chained_prefix(sequential, seed)[0]
+        assert not chained_prefix(broken, seed)[0]
+
+
+def last_block_total(module: EmulatedModule, seed: int, n_blocks: int = 20) -> bool:
+    values = np.random.default_rng(seed).integers(-50, 1000, 5000).astype(np.int64)
+    parts = np.full(n_blocks, -(1 << 40), np.int64)
+    done, total = np.zeros(1, np.uint64), np.zeros(1, np.int64)
+    module.get_function("last_block_total")((n_blocks,), (64,), (values, np.int64(values.size), parts, done, total),
+                                            interleave_seed=seed)
+    return int(total[0]) == int(values.sum())
+
+
+def test_last_block_pattern():
+    module = interblock()
+    assert all(last_block_total(module, seed, n_blocks) for seed in SEEDS for n_blocks in (3, 20))
+
+
+def resident_blocks(module: EmulatedModule, seed: int, n_blocks: int = 40) -> tuple[int, np.ndarray]:
+    in_flight, ticket = np.zeros(2, np.uint32), np.zeros(1, np.uint32)
+    order, scratch = np.zeros(n_blocks, np.uint32), np.zeros(1, np.uint32)
+    module.get_function("resident_blocks")((n_blocks,), (32,), (in_flight, ticket, order, np.int32(4), scratch),
+                                           interleave_seed=seed)
+    assert scratch[0] == n_blocks * 32 * 4 and in_flight[0] == 0
+    return int(in_flight[1]), order
+
+
+def test_resident_set_and_start_order():
+    most, order = resident_blocks(interblock(0), 1)
+    assert most == 1 and np.array_equal(order, np.arange(order.size))
+    module = interblock(4)
+    most, order = resident_blocks(module, 1)
+    assert 2 <= most <= 4
+    assert sorted(order) == list(range(order.size)) and not np.array_equal(order, np.arange(order.size))
+    assert np.array_equal(resident_blocks(module, 1)[1], order)  # the seed fixes the schedule
+    assert not np.array_equal(resident_blocks(module, 2)[1], order)
+
+
+def test_a_wait_that_never_ends_is_a_deadlock():
+    with pytest.raises(EmulationError, match="deadlock: 20000 spin-waits"):
+        interblock().get_function("wait_forever")((4,), (32,), (np.zeros(1, np.uint32),))
+
+
+def test_interleave_is_checked():
+    with pytest.raises(ValueError, match="interleave must be"):
+        interblock(65)
+
+
+# ------------------------------------------------------------------ the library's kernels
+def utf8_decode(backend: Backend, batch: TextBatch, wide: bool):
+    from tests.test_utf8_kernels import _decode_with
+
+    return _decode_with(backend.runtime, batch.data, batch.offsets, wide)
+
+
+@pytest.fixture(scope="module")
+def utf8_batch():
+    from tests.reference import utf8 as reference
+    from tests.utf8_inputs import batch_of, random_strings, straddling_strings
+
+    batch = batch_of(random_strings(np.random.default_rng(1), 3000) + straddling_strings())  # 35 tiles
+    return batch, reference.utf8_decode(batch.data, batch.offsets)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_utf8_look_back(utf8_batch, seed):
+    batch, expected = utf8_batch
+    for wide in (False, True):
+        cps, pos, rows = utf8_decode(interleaved(seed), batch, wide)
+        assert_same((cps, pos, rows), expected)
+
+
+def test_look_back_without_its_wait_is_caught(utf8_batch):
+    """The look-back built with its wait removed: right when blocks run one after another (what the
+    emulator alone checked before), wrong under every interleaved schedule tried."""
+    batch, expected = utf8_batch
+    broken = ("GT_EMU_BREAK_LOOKBACK",)
+
+    def right(backend: Backend) -> bool:
+        return all(np.array_equal(g, w) for g, w in zip(utf8_decode(backend, batch, False), expected))
+
+    assert right(interleaved(1, 0, broken))
+    assert not any(right(interleaved(seed, RESIDENT, broken)) for seed in SEEDS)
+
+
+@pytest.mark.parametrize("config", [("word", "keep", False), ("isolate", "split", True)])
+def test_pretokenize_land_and_join(config):
+    from gpu_text.tokenizer.pre_tokenizer import PreTokenDFA
+    from tests.test_pre_tokenizer_kernels import LONG
+
+    batch = TextBatch.from_strings(LONG)  # 320 KB: 5 tiles of 256 chunks
+    dfa = PreTokenDFA.compile(*config)
+    want = get_backend("cpu").op("pre_tokenizer", "pretokenize")(batch.data, batch.offsets, dfa)
+    assert_same(interleaved(2).op("pre_tokenizer", "pretokenize")(batch.data, batch.offsets, dfa), want)
+
+
+def test_normalize_land_join_and_slots():
+    from gpu_text.tokenizer.normalizer import Normalizer
+    from tests.utf8_inputs import ADVERSARIAL
+
+    strings = list(ADVERSARIAL[:12])
+    strings += [b"".join(strings) * 40, b" " * 70_000, ("\u3000\u2460 q" * 15_000).encode()]  # many tiles
+    batch = TextBatch.from_strings(strings)
+    normalizer = Normalizer("NMT_NFKC_CF", add_dummy_prefix=True)
+    want = normalizer.normalize(batch, "cpu")
+    got = normalizer.normalize(batch, interleaved(3))
+    assert_same((got.text.data, got.text.offsets, got.alignment.values),
+                (want.text.data, want.text.offsets, want.alignment.values))
+
+
+def test_bpe_pre_tokens():
+    from tests.reference import bpe as reference
+    from tests.test_bpe_kernels import random_model, random_pre_tokens
+
+    rng = np.random.default_rng(16)
+    model = random_model(rng, 80, True)
+    data, starts, ends = random_pre_tokens(rng, 3000)  # 12 tiles
+    got = model.encode_pre_tokens(data, starts, ends, interleaved(1))
+    want = reference.bpe_encode(data, starts, ends, *model.trie.arrays("cpu"), model.scores, model.byte_ids,
+                                model.unk_id)
+    assert_same((got.ids, got.starts, got.ends, got.offsets), want)
+
+
+def test_lattice_pieces_last_block(monkeypatch):
+    """Long spans cut in pieces: lattice_heads and lattice_finish run in the launch's last block
+    (last_block_done), after every other block's results."""
+    import gpu_text.cuda_ops.lattice as launchers
+    from gpu_text.trie import DoubleArrayTrie
+    from tests.test_lattice_kernels import ALPHABET, run
+
+    monkeypatch.setattr(launchers, "CHUNK_BYTES", 16)
+    monkeypatch.setattr(launchers, "LONG_BYTES", 32)
+    rng = np.random.default_rng(40)
+    words = sorted({"".join(rng.choice(ALPHABET, int(rng.integers(1, 5)))) for _ in range(30)})
+    trie = DoubleArrayTrie.build(words, np.arange(len(words), dtype=np.int32))
+    weights = -rng.integers(0, 6, len(words)).astype(np.float64)
+    texts = ["".join(rng.choice(ALPHABET, int(rng.integers(200, 900)))).encode() for _ in range(8)]
+    data = np.frombuffer(b"".join(texts), np.uint8).copy()
+    ends = np.cumsum([len(t) for t in texts]).astype(np.int64)
+    starts = ends - np.array([len(t) for t in texts], np.int64)
+    want = run(get_backend("cpu"), trie, weights, data, starts, ends, -2.0, 0, 0)
+    assert_same(run(interleaved(2), trie, weights, data, starts, ends, -2.0, 0, 0), want)
