@@ -87,3 +87,30 @@ def test_every_bit_width_reads_back(tmp_path, width):
     writer.write(chunk)
     writer.close()
     assert pq.read_table(tmp_path / "w.parquet").column("ids").to_pylist() == chunk.to_pylist()
+
+
+@pytest.mark.parametrize("width", [0, 1, 2, 3, 7, 8, 9, 14, 16, 17, 22])
+def test_a_page_never_outgrows_its_bound(width):
+    # the page buffer is exactly the bound (Numba checks no index): row lengths that alternate runs
+    # of levels with single entries, long rows, empty rows, ids that repeat and ids that do not
+    from cpu_fallback.parquet_pages import encode_pages, page_bytes_bound
+
+    rng = np.random.default_rng(width)
+    patterns = [[1], [0], [0, 1], [8, 1], [9, 0], [7, 2], [1, 15, 0], [63, 64, 1], [504, 0, 9]]
+    for trial in range(60):
+        pattern = patterns[trial % len(patterns)]
+        lengths = np.array(pattern * int(rng.integers(1, 200)) + [int(rng.integers(0, 3000))])
+        offsets = np.zeros(lengths.size + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        high = 1 << width if width else 1 << 30
+        values = rng.integers(0, high, int(offsets[-1])).astype(np.int32)
+        if trial % 3 == 0:
+            values[:] = high - 1
+        entries = int(np.maximum(lengths, 1).sum())
+        bound = page_bytes_bound(entries, values.size, 1, width)
+        guard = 64
+        out = np.full(bound + guard, 0xAB, np.uint8)
+        end = np.zeros(1, np.int64)
+        encode_pages(values, offsets, np.array([0, lengths.size]), width, out, end)
+        assert end[0] <= bound - (16 if width else 0), (trial, int(end[0]), bound)
+        assert (out[bound:] == 0xAB).all(), trial
