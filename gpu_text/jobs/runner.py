@@ -34,7 +34,7 @@ from typing import Any
 from gpu_text.jobs.manifest import MANIFEST, Manifest, file_sha256, input_identity, job_lock
 from gpu_text.jobs.pieces import ShardSettings
 from gpu_text.jobs.shards import Shard, existing_outputs, expand_inputs, plan_shards, remove_outputs, remove_temporaries
-from gpu_text.jobs.workers import InlinePool, ProcessPool, peak_rss_mb, worker_environments
+from gpu_text.jobs.workers import InlinePool, ProcessPool, peak_rss_mb, start_method, worker_environments
 
 ON_ERROR = ("stop", "skip")
 
@@ -58,9 +58,10 @@ def run_sharded_job(model: str, inputs: Sequence[str], output_dir: str, settings
                     on_error: str = "stop", progress: bool = True) -> dict[str, Any]:
     """Tokenize every input (files, globs, directories: :func:`gpu_text.jobs.shards.expand_inputs`)
     into its shard in ``output_dir`` with ``workers`` processes (1: this one), or one per GPU of
-    ``devices``; returns the job's summary (see the module docstring). The model is loaded once
-    per worker (this process, or each worker process) and checked against the settings before
-    anything is written."""
+    ``devices``; returns the job's summary (see the module docstring; ``worker_start`` says how
+    the workers were started: ``inline``, ``fork`` or ``spawn``, :func:`gpu_text.jobs.workers.start_method`).
+    The model is loaded once per worker (this process, or each spawned worker process; once here
+    for forked workers) and checked against the settings before anything is written."""
     from gpu_text.outputs import check_options
 
     s = settings
@@ -91,7 +92,7 @@ def run_sharded_job(model: str, inputs: Sequence[str], output_dir: str, settings
 def _start_pool(model: str, settings: ShardSettings, workers: int, devices: Sequence[str] | None) -> Any:
     if workers == 1 and devices is None:
         return InlinePool(model, settings)
-    return ProcessPool(model, settings, worker_environments(workers, devices))
+    return ProcessPool(model, settings, worker_environments(workers, devices), start_method(settings, devices))
 
 
 def _run_job(pool: Any, shards: list[Shard], sizes: dict[int, int], plan: list[tuple[str, str]],
@@ -120,8 +121,8 @@ def _run_job(pool: Any, shards: list[Shard], sizes: dict[int, int], plan: list[t
             "documents": sum(e["documents"] for e in done), "tokens": sum(e["tokens"] for e in done),
             "bytes": read, "seconds": round(seconds, 3),
             "mb_per_s": round(read / 1e6 / seconds, 2) if seconds > 0 else None,
-            "workers": outcome["workers"], "peak_rss_mb": peak_rss_mb(), "totals": manifest.totals(),
-            "complete": manifest.to_dict()["complete"]}
+            "workers": outcome["workers"], "worker_start": pool.start, "peak_rss_mb": peak_rss_mb(),
+            "totals": manifest.totals(), "complete": manifest.to_dict()["complete"]}
 
 
 def _check_places(specs: Sequence[str], shards: Sequence[Shard], model: str, output_dir: str) -> None:

@@ -5,14 +5,19 @@ after another through one pipeline (:func:`gpu_text.jobs.pieces.tokenize_shards`
 next shard when it has read the current one's input (dynamic assignment: a slow shard never
 holds up the others, and a worker holds at most one shard ahead).
 
-Workers are started with multiprocessing's ``spawn`` (a fresh interpreter: no CUDA context or
-Numba thread pool is inherited), each with its own environment: ``NUMBA_NUM_THREADS`` (the cores
-divided among the workers, unless already set) and, for ``--devices``, ``CUDA_VISIBLE_DEVICES``
-(its one GPU). Parent and workers exchange JSON messages over pipes: a worker asks for a shard
-(``next``) and the parent answers with one, or ``stop`` when none is left; the worker reports
-progress (input bytes read) and each shard's result. A worker dies with its parent
-(``PR_SET_PDEATHSIG`` on Linux, else it notices its parent is gone), so a killed job leaves
-nothing running; a worker that dies is reported with the shard it was on.
+Each worker has its own environment: ``NUMBA_NUM_THREADS`` (the cores divided among the
+workers, unless already set) and, for ``--devices``, ``CUDA_VISIBLE_DEVICES`` (its one GPU). On
+the CPU backend (Linux) the parent loads the tokenizer and the encoder's kernels from Numba's
+cache once and forks the workers (:func:`start_method`): a spawned worker starts an interpreter,
+imports Numba and loads the model and the kernels again, 1.2 CPU s each. Forking is safe only
+while the parent runs one thread, has not started Numba's thread pool (an OpenMP pool does not
+survive a fork) and will not use CUDA; otherwise, and for ``--devices`` (each worker makes its
+own CUDA context), the workers are spawned (a fresh interpreter inheriting nothing), as they are
+with ``GPU_TEXT_WORKER_START=spawn``. Parent and workers exchange JSON messages over pipes: a
+worker asks for a shard (``next``) and the parent answers with one, or ``stop`` when none is
+left; the worker reports progress (input bytes read) and each shard's result. A worker dies with
+its parent (``PR_SET_PDEATHSIG`` on Linux, else it notices its parent is gone), so a killed job
+leaves nothing running; a worker that dies is reported with the shard it was on.
 
 >>> [sorted(env) for env in worker_environments(2, cores=4, environ={})]
 [['NUMBA_NUM_THREADS'], ['NUMBA_NUM_THREADS']]
@@ -22,6 +27,7 @@ nothing running; a worker that dies is reported with the shard it was on.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import multiprocessing
 import os
@@ -39,6 +45,7 @@ from gpu_text.process_memory import keep_freed_memory
 Progress = Callable[[int], None]
 Report = Callable[[dict[str, Any]], Any]  # a shard's result message
 Record = Callable[[int, dict[str, Any]], Any]  # a worker's number and its shard's result message
+START_VAR = "GPU_TEXT_WORKER_START"  # "spawn": start the workers so even where they could be forked
 
 
 def worker_environments(workers: int, devices: Sequence[str] | None = None, cores: int | None = None,
@@ -52,6 +59,51 @@ def worker_environments(workers: int, devices: Sequence[str] | None = None, core
     for env, device in zip(envs, devices or ()):
         env["CUDA_VISIBLE_DEVICES"] = device
     return envs
+
+
+def start_method(settings: ShardSettings, devices: Sequence[str] | None = None) -> str:
+    """How :class:`ProcessPool` starts the workers of a job with ``settings``: ``"fork"`` where
+    that is safe (see the module docstring), else ``"spawn"``.
+
+    >>> start_method(ShardSettings(backend="cpu"), devices=["0", "1"])
+    'spawn'
+    """
+    if devices is not None or os.environ.get(START_VAR, "").strip().lower() == "spawn":
+        return "spawn"
+    if not sys.platform.startswith("linux"):  # macOS's system libraries are not fork-safe; Windows has no fork
+        return "spawn"
+    if threading.active_count() > 1 or not _numba_pool_unstarted():
+        return "spawn"
+    from gpu_text.backend import get_backend
+
+    try:
+        on_cpu = get_backend(settings.backend).name == "cpu"
+    except Exception:  # a backend that cannot run: the workers, spawned, say why
+        return "spawn"
+    return "fork" if on_cpu else "spawn"
+
+
+def _numba_pool_unstarted() -> bool:
+    """Whether Numba's thread pool has not been started in this process, and a forked worker can
+    still choose its size (read from ``NUMBA_NUM_THREADS`` once, when Numba is imported: a forked
+    worker sets it afresh, :func:`_set_numba_threads`)."""
+    import numba
+    from numba.np.ufunc import parallel
+
+    try:
+        numba.threading_layer()
+    except ValueError:  # "not initialized": no pool yet
+        return hasattr(parallel, "NUM_THREADS") and hasattr(numba.config, "NUMBA_NUM_THREADS")
+    return False
+
+
+def _set_numba_threads(threads: int) -> None:
+    """Size this forked worker's Numba thread pool, which it starts on its first encoding (the
+    parent imported Numba with the parent's size)."""
+    import numba
+    from numba.np.ufunc import parallel
+
+    numba.config.NUMBA_NUM_THREADS = parallel.NUM_THREADS = threads
 
 
 def peak_rss_mb() -> float | None:
@@ -76,9 +128,31 @@ class ShardWorker:
         from gpu_text.cli_helpers import load_file
         from gpu_text.tokenizer.bulk import check_specials, load_tokenizer
 
+        self.model = model
         self.tokenizer = load_file(model, load_tokenizer, "tokenizer model")
         s = self.settings = settings
         check_specials(self.tokenizer, model, s.add_bos, s.add_eos, s.append_eod, s.pack)
+
+    def load_kernels(self) -> None:
+        """Load the CPU encoder's kernels (and the Parquet writer's), as the command line compiles
+        them ahead (``cpu_fallback.compile_ahead.PLANS``), from Numba's cache without running them
+        (compiling any it lacks): workers forked from this process start with them, and no Numba
+        thread pool is started here.
+
+        >>> from gpu_text.demo import MODEL
+        >>> ShardWorker(str(MODEL), ShardSettings(backend="cpu")).load_kernels()
+        """
+        from gpu_text.backend import get_backend
+        from gpu_text.tokenizer.tokenizer_file import model_method
+
+        cpu = get_backend("cpu")
+        plans, signature = cpu.op("compile_ahead", "PLANS"), cpu.op("compile_ahead", "parse_signature")
+        names = [f"tokenize-{model_method(self.model)}"] + ["parquet"] * (self.settings.output_format == "parquet")
+        for entry in (entry for name in names for side in plans.get(name, ()) for entry in side):
+            kernel, types = entry.split(":", 1)
+            family, function = kernel.strip().rsplit(".", 1)
+            with contextlib.suppress(Exception):  # then loaded, or its error raised, where a worker calls it
+                cpu.op(family, function).compile(signature(types))
 
     def run(self, next_shard: Callable[[], Shard | None], report: Report, progress: Progress | None = None) -> None:
         """Tokenize the shards ``next_shard`` gives until it gives ``None``, calling ``report``
@@ -129,6 +203,7 @@ class InlinePool:
     def __init__(self, model: str, settings: ShardSettings) -> None:
         self.worker = ShardWorker(model, settings)
         self.workers = 1
+        self.start = "inline"
 
     def run(self, shards: Sequence[Shard], progress: Progress, record: Record) -> None:
         """Call ``record(0, result)`` for every shard, in order, on the pipeline's writer thread
@@ -141,31 +216,43 @@ class InlinePool:
 
 
 class ProcessPool:
-    """``len(environments)`` worker processes, each started with its environment (see the module
-    docstring); :meth:`run` hands a shard to whichever worker asks for one (a worker asks when it
-    has read its current shard's input, so it holds at most one shard ahead)."""
+    """``len(environments)`` worker processes, each started with its environment and ``start``
+    (:func:`start_method`; see the module docstring); :meth:`run` hands a shard to whichever
+    worker asks for one (a worker asks when it has read its current shard's input, so it holds at
+    most one shard ahead)."""
 
-    def __init__(self, model: str, settings: ShardSettings, environments: Sequence[dict[str, str]]) -> None:
-        context = multiprocessing.get_context("spawn")
-        self.workers = len(environments)
+    def __init__(self, model: str, settings: ShardSettings, environments: Sequence[dict[str, str]],
+                 start: str = "spawn") -> None:
+        context = multiprocessing.get_context(start)
+        self.workers, self.start = len(environments), start
         self.finished = False
         self.processes: list[Any] = []
         self.connections: list[Connection] = []
         self.told_to_stop: set[int] = set()
-        setup = json.dumps({"model": model, "settings": settings.to_dict(), "parent": os.getpid()})
+        parent = os.getpid()
+        if start == "fork":  # the workers inherit the tokenizer and the kernels; its errors are raised here
+            shared = ShardWorker(model, settings)
+            shared.load_kernels()
+            gc.freeze()  # the collector in a worker then never writes to (and so copies) the pages it inherits
+        setup = json.dumps({"model": model, "settings": settings.to_dict(), "parent": parent})
         try:
             for number, environment in enumerate(environments):
                 ours, theirs = context.Pipe()
-                process = context.Process(target=worker_main, args=(theirs, setup), name=f"gpu-text-worker-{number}",
-                                          daemon=True)
-                with _environment(environment):  # a spawned interpreter starts with the environment of now
+                if start == "fork":  # the parent's ends of the pipes, its own among them: closed in the worker
+                    target, args = forked_worker_main, (theirs, shared, [*self.connections, ours], parent)
+                else:
+                    target, args = worker_main, (theirs, setup)
+                process = context.Process(target=target, args=args, name=f"gpu-text-worker-{number}", daemon=True)
+                with _environment(environment):  # a worker starts with the environment of now
                     process.start()
                 theirs.close()
                 self.processes.append(process)
                 self.connections.append(ours)
+            gc.unfreeze()  # this process collects as before
             for number in range(self.workers):
                 self._started(number)
         except BaseException:
+            gc.unfreeze()
             self.close()
             raise
 
@@ -281,15 +368,31 @@ def _shard_dict(shard: Shard) -> dict[str, Any]:
 
 
 def worker_main(connection: Connection, setup: str) -> None:
-    """A worker process: load the tokenizer, then tokenize the shards the parent hands it (one
-    per request, see :class:`ProcessPool`) until it says stop (or is gone). Runs in the spawned
-    process."""
+    """A spawned worker process: load the tokenizer, then tokenize the shards the parent hands it
+    (one per request, see :class:`ProcessPool`) until it says stop (or is gone)."""
+    config = json.loads(setup)
+    _serve(connection, int(config["parent"]),
+           lambda: ShardWorker(config["model"], ShardSettings.from_dict(config["settings"])))
+
+
+def forked_worker_main(connection: Connection, worker: ShardWorker, parent_ends: Sequence[Connection],
+                       parent: int) -> None:
+    """A forked worker process: as :func:`worker_main`, with the parent's tokenizer. The parent's
+    ends of the pipes it inherited are closed: one left open here would keep its worker from
+    seeing the parent's end."""
+    for end in parent_ends:
+        end.close()
+    _set_numba_threads(int(os.environ["NUMBA_NUM_THREADS"]))
+    _serve(connection, parent, lambda: worker)
+
+
+def _serve(connection: Connection, parent: int, make_worker: Callable[[], ShardWorker]) -> None:
+    """A worker process's life: get its :class:`ShardWorker` from ``make_worker``, say whether it
+    started, then tokenize shards on request."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     keep_freed_memory()  # a process of its own, chunk after chunk: as the command's (gpu_text.cli.main)
-    config = json.loads(setup)
-    parent = int(config["parent"])
     _die_with_parent(parent)
     lock = threading.Lock()  # the reader thread asks and reports progress while the writer thread reports results
 
@@ -311,7 +414,7 @@ def worker_main(connection: Connection, setup: str) -> None:
         return Shard(**message["shard"]) if message["kind"] == "shard" else None
 
     try:
-        worker = ShardWorker(config["model"], ShardSettings.from_dict(config["settings"]))
+        worker = make_worker()
     except Exception as exc:  # the model's or the options' fault (a ValueError naming the model), or this worker's
         send({"kind": "start-failed", "error": str(exc) or type(exc).__name__, "options": isinstance(exc, ValueError)})
         return
@@ -331,5 +434,5 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-__all__ = ["InlinePool", "ProcessPool", "ShardWorker", "WorkerDied", "peak_rss_mb", "worker_environments",
-           "worker_main"]
+__all__ = ["START_VAR", "InlinePool", "ProcessPool", "ShardWorker", "WorkerDied", "forked_worker_main", "peak_rss_mb",
+           "start_method", "worker_environments", "worker_main"]
