@@ -16,6 +16,8 @@
 // follow utf8_sequence_at (a malformed byte is one character), as the prefix search does.
 #include "utf8.cuh"
 #include "step_counter.cuh"
+#include "lookback.cuh"
+#include "tile_scan.cuh"
 
 #define GT_LATTICE_NEG_INF (-__longlong_as_double(0x7ff0000000000000LL))
 #define GT_LATTICE_FALLBACK_IF_NO_CHAR 1
@@ -129,16 +131,17 @@ lattice_emit(const i64* __restrict__ span_starts, const i64* __restrict__ span_e
 // exit (frontier position at its end); the exits are the max over the entries (rounding is
 // monotone), and per entry and class a table, as above. The backward token walk: from each exit,
 // the entry it leaves by and its tokens; the span's walk then picks each piece's exit from its end.
-// Kernels (per-thread work: a few solves of a piece, about a chunk each; a launch's last block scans
-// the pieces, about pieces / blockDim + 2 log2(blockDim) steps a thread a scan):
+// Kernels (per-thread work: a few solves of a piece, about a chunk each; the scans of the pieces by
+// tiles of blockDim anchors, tile_scan.cuh: 2 log2(blockDim) + 2 log2(tiles) steps a thread at most):
 //   lattice_cuts      per anchor (every chunk_bytes-th byte): the first cut point at or after it in
 //                     its long span, within one chunk (edges by start; their running maximum end),
 //                     else a forced cut and its frontier.
 //   lattice_pieces    per piece: a long span's start or an anchor's cut to the next cut or the span's
 //                     end; the first piece solved exactly, the others from head 0 (value, range; a
-//                     solve per entry); last block: rough heads (lattice_heads).
-//   lattice_estimate  (twice) per piece: a solve per entry from its rough head, then from the first
-//                     pass's estimate; last block: estimates and errors (lattice_heads).
+//                     solve per entry).
+//   lattice_estimate  (twice) per piece, a tile of them a block: a solve per entry from its rough head
+//                     (the first pass's scan of the tile's values from head 0, lattice_heads), then
+//                     from the first pass's estimate; a scan: estimates and errors (lattice_heads).
 //   lattice_settle    per (piece, class): one class solve (at most two, around a binade edge).
 //   lattice_settle_front  per (piece with a forced cut, entry, class): one class solve; per (group of
 //                     anchors, guess): the guess's walks over the segments in the group (at most a
@@ -151,10 +154,10 @@ lattice_emit(const i64* __restrict__ span_starts, const i64* __restrict__ span_e
 //                     piece's zone solved exactly), an exact solve where no valid entry exists.
 //   lattice_finish    per piece: the exact solve from its exact head or entries (table-settled
 //                     pieces; one jumped over: its guess's head plus the jump's shift), from each exit
-//                     the route back to its start (entry, tokens); last block: each piece's exit and
-//                     tokens before it (two scans over the anchors: 2 pieces / blockDim + 8 steps each).
+//                     the route back to its start (entry, tokens), a tile of pieces a block; a scan
+//                     from the last anchor: each piece's exit and tokens after it (finish_scans).
 //   lattice_emit_pieces  per piece: its tokens from its exit (a step per token).
-#define GT_LSLOT_I 9  // start, end, next, previous, state, span, tokens, tokens of the earlier pieces, exit
+#define GT_LSLOT_I 9  // start, end, next, previous, state, span, tokens, tokens of the later pieces, exit
 #define GT_LSLOT_F 18 // value from head 0, lowest, highest, estimate, error, exact head, delta per class,
                       // a split piece's part after the zone: head estimate, error; the rough delta, the
                       // rough head
@@ -556,17 +559,6 @@ __device__ void lattice_zone(const LatticeArgs& g, i64 s, i64 a, i64 b, double h
     }
 }
 
-// Is this block the launch's last to get here? (every block fences its writes first; `done` counts)
-__device__ __forceinline__ bool last_block_done(u64* done) {
-    __shared__ int last;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(done, 1ull) == (u64)gridDim.x - 1;
-    __syncthreads();
-    if (last) __threadfence();
-    return last;
-}
-
 // The span holding byte pos among spans sorted by start (-1 when none holds it).
 __device__ __forceinline__ i64 span_of(const LatticeArgs& g, i64 n_spans, i64 pos) {
     i64 lo = 0, hi = n_spans;
@@ -666,19 +658,22 @@ lattice_cuts(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, const
     cut_spans[j] = s;
 }
 
-// ------------------------------------------------------------ heads along the long spans, in one block
-// lattice_pieces' and lattice_estimate's last blocks give each piece a head: its entries' values x, the
-// earlier pieces' steps applied from the span's start (x = 0), x'[j] = max over i of x[i] + M[j][i]
-// (exit j, entry i; a piece without forced cuts: x'[0] = x[0] + M[0][0], its value from head 0 or its
-// rough delta). The steps compose as max-plus matrices, associatively in exact arithmetic, so a block
-// scans the anchors as lattice_block_scan does, in place in shared memory (Blelloch's up- and down-
-// sweep over the runs' products; the down-sweep carries heads, not products). In floating point the
-// sums round in another order than one piece after the other: the heads are estimates either way, and
-// the tables hold only where lattice_resolve finds the exact head within the error of the estimate,
-// solving the piece exactly where it is not. Estimates' errors count the earlier pieces and bytes,
-// summed exactly along (whole numbers). A product in shared memory: M (row-major), bytes, pieces, and
-// 1 where its range holds a span's second piece (it then starts from the span's first piece, x = 0).
+// ------------------------------------------------------------ heads along the long spans, by tiles
+// lattice_estimate's blocks give each piece a head: its entries' values x, the earlier pieces' steps
+// applied from the span's start (x = 0), x'[j] = max over i of x[i] + M[j][i] (exit j, entry i; a piece
+// without forced cuts: x'[0] = x[0] + M[0][0], its value from head 0 or its rough delta). The steps
+// compose as max-plus matrices, associatively in exact arithmetic, so the anchors are scanned as
+// tile_scan.cuh scans (a tile of GT_BLOCK anchors a block, the tiles' products combined in a fixed
+// order: the same bits every run, whichever blocks run first). In floating point the sums round in
+// another order than one piece after the other: the heads are estimates either way, and the tables
+// hold only where lattice_resolve finds the exact head within the error of the estimate, solving the
+// piece exactly where it is not. Estimates' errors count the earlier pieces and bytes, summed exactly
+// along (whole numbers). A product: M (row-major), bytes, pieces, and 1 where its range holds a span's
+// second piece (it then starts from the span's first piece, x = 0).
 #define GT_LMP 19
+// counter: long spans, then the tile counters of lattice_estimate's two passes and lattice_finish;
+// after them the tile flags of the scans (tile_scan.cuh): rough heads, estimates (twice), exits
+#define GT_LCOUNTERS 4
 
 struct HeadSteps {
     i64 n_anchors;
@@ -689,7 +684,7 @@ struct HeadSteps {
     double* vec_f;
     int matrix, scalar;  // where a step is: vec_f (pieces with forced cuts), slot_f (the others)
 
-    // M[j][i] of piece t's step (read through L2: written by other blocks of the launch)
+    // M[j][i] of piece t's step (read through L2: written by other blocks)
     __device__ __forceinline__ double at(i64 t, const LFront& in, const LFront& out, int j, int i) const {
         if (in.n > 1 || out.n > 1)
             return j < out.n && i < in.n ? __ldcg(vec_f + GT_LVF * t + matrix + GT_LFRONT * j + i) : GT_LATTICE_NEG_INF;
@@ -729,11 +724,15 @@ struct HeadSteps {
     }
 };
 
-// Where a range's product starts at a span's second piece k: from its first piece's step (x = 0 before).
+// Where a range's product starts at a span's second piece k: from its first piece's step (x = 0
+// before), its exact values from head 0 as lattice_pieces left them (lattice_estimate copies them
+// where the rough deltas go, in a block that may run later).
 __device__ __forceinline__ void heads_restart(const HeadSteps& steps, i64 first, double* p) {
-    const LFront fi = steps.in(first), fo = steps.out(first);
-    for (int m = 0; m < GT_LFRONT * GT_LFRONT; ++m) p[m] = steps.at(first, fi, fo, m / GT_LFRONT, m % GT_LFRONT);
-    p[16] = steps.bytes(first);
+    HeadSteps exact = steps;
+    exact.matrix = exact.scalar = 0;
+    const LFront fi = exact.in(first), fo = exact.out(first);
+    for (int m = 0; m < GT_LFRONT * GT_LFRONT; ++m) p[m] = exact.at(first, fi, fo, m / GT_LFRONT, m % GT_LFRONT);
+    p[16] = exact.bytes(first);
     p[17] = 1.0;
     p[18] = 1.0;
 }
@@ -765,89 +764,67 @@ __device__ __forceinline__ void heads_put(const HeadSteps& steps, i64 t, const d
     }
 }
 
-// The launch's last block: every long span's pieces' heads. A thread composes a run of about
-// n_anchors / blockDim anchors' steps, the sweeps (2 log2(blockDim) steps) give each run the head
-// before it, and the thread walks its run again from there. Block size must be GT_BLOCK (a power of
-// two: the sweeps pair the runs as a binary tree).
-__device__ __noinline__ void lattice_heads(i64 n_anchors, u64* counter, u64* done, const i64* slot_i, double* slot_f,
-                                          const int* front_n, const int* front_off, double* vec_f, int pass,
-                                          int precision) {
-    __shared__ double tree[GT_BLOCK * GT_LMP];
-    if (!last_block_done(done)) return;
-    const i64 n_long = (i64)__ldcg(counter);
-    const HeadSteps steps{n_anchors, slot_i, slot_f, front_n, front_off, vec_f, pass < 0 ? 0 : 24, pass < 0 ? 0 : 16};
-    const unsigned me = threadIdx.x, n = blockDim.x;
-    const i64 per = (n_anchors + n - 1) / n, lo = per * me, hi = lo + per < n_anchors ? lo + per : n_anchors;
-    double* p = tree + GT_LMP * me;
-    for (int m = 0; m < GT_LMP; ++m) p[m] = m < 16 && m % (GT_LFRONT + 1) ? GT_LATTICE_NEG_INF : 0.0;  // identity
-    for (i64 k = lo; k < hi; ++k) {
-        GT_STEP();
-        if (slot_i[GT_LSLOT_I * k + 4] == 0) continue;  // no cut at this anchor
-        const i64 before = slot_i[GT_LSLOT_I * k + 3];
-        if (before >= n_anchors) heads_restart(steps, before, p);
+// tile_scan's operator over the anchors: element k is piece k's step (after its span's first piece's
+// where k is its span's second; the identity where no cut is at anchor k), put gets the product of
+// the steps before k, whose column 0 is k's head.
+struct HeadScan {
+    using T = double;
+    static constexpr int W = GT_LMP;
+    HeadSteps steps;
+    int pass, precision;
+
+    __device__ __forceinline__ static void identity(double* p) {
+        for (int m = 0; m < GT_LMP; ++m) p[m] = m < 16 && m % (GT_LFRONT + 1) ? GT_LATTICE_NEG_INF : 0.0;
+    }
+    // later = later q (row by row: a row of the product needs only that row of later)
+    __device__ __noinline__ static void join(double* later, const double* q) {
+        if (later[18] != 0.0) return;  // it starts at a span's first piece: q is an earlier span's
+        for (int j = 0; j < GT_LFRONT; ++j) {
+            double y[GT_LFRONT];
+            for (int c = 0; c < GT_LFRONT; ++c) {
+                y[c] = GT_LATTICE_NEG_INF;
+                for (int i = 0; i < GT_LFRONT; ++i) {
+                    const double v = later[GT_LFRONT * j + i] + q[GT_LFRONT * i + c];
+                    y[c] = v > y[c] ? v : y[c];
+                }
+            }
+            for (int c = 0; c < GT_LFRONT; ++c) later[GT_LFRONT * j + c] = y[c];
+        }
+        later[16] += q[16];
+        later[17] += q[17];
+        later[18] = q[18];
+    }
+    __device__ __noinline__ void element(i64 k, double* p) const {
+        identity(p);
+        if (steps.slot_i[GT_LSLOT_I * k + 4] == 0) return;  // no cut at this anchor
+        const i64 before = steps.slot_i[GT_LSLOT_I * k + 3];
+        if (before >= steps.n_anchors) heads_restart(steps, before, p);
         steps.apply(k, p, GT_LFRONT);
     }
-    __syncthreads();
-    for (unsigned d = 1; d < n; d <<= 1) {  // up-sweep: p = p q, q the product of the d runs before p's
-        GT_STEP();
-        if ((me + 1) % (2 * d) == 0 && p[18] == 0.0) {
-            const double* q = p - GT_LMP * d;
-            for (int j = 0; j < GT_LFRONT; ++j) {  // row by row: a row of p q needs only that row of p
-                double y[GT_LFRONT];
-                for (int c = 0; c < GT_LFRONT; ++c) {
-                    y[c] = GT_LATTICE_NEG_INF;
-                    for (int i = 0; i < GT_LFRONT; ++i) {
-                        const double v = p[GT_LFRONT * j + i] + q[GT_LFRONT * i + c];
-                        y[c] = v > y[c] ? v : y[c];
-                    }
-                }
-                for (int c = 0; c < GT_LFRONT; ++c) p[GT_LFRONT * j + c] = y[c];
-            }
-            p[16] += q[16];
-            p[17] += q[17];
-            p[18] = q[18];
-        }
-        __syncthreads();
-    }
-    if (me == n - 1)  // before the first anchor (no piece reads it: the first is a span's second piece)
-        for (int m = 0; m < GT_LMP; ++m) p[m] = 0.0;
-    __syncthreads();
-    for (unsigned d = n / 2; d > 0; d >>= 1) {  // down-sweep: heads (column 0) before each range
-        GT_STEP();
-        if ((me + 1) % (2 * d) == 0) {
-            double* q = p - GT_LMP * d;
-            const bool restart = q[18] != 0.0;
-            double y[GT_LFRONT];
-            for (int j = 0; j < GT_LFRONT; ++j) {
-                y[j] = restart ? q[GT_LFRONT * j] : GT_LATTICE_NEG_INF;
-                for (int i = 0; i < GT_LFRONT && !restart; ++i) {
-                    const double v = p[GT_LFRONT * i] + q[GT_LFRONT * j + i];
-                    y[j] = v > y[j] ? v : y[j];
-                }
-            }
-            const double bytes = restart ? q[16] : p[16] + q[16], pieces = restart ? q[17] : p[17] + q[17];
-            for (int i = 0; i < GT_LFRONT; ++i) q[GT_LFRONT * i] = p[GT_LFRONT * i];
-            q[16] = p[16];
-            q[17] = p[17];
-            for (int j = 0; j < GT_LFRONT; ++j) p[GT_LFRONT * j] = y[j];
-            p[16] = bytes;
-            p[17] = pieces;
-        }
-        __syncthreads();
-    }
-    for (i64 k = lo; k < hi; ++k) {
-        GT_STEP();
-        if (slot_i[GT_LSLOT_I * k + 4] == 0) continue;
-        const i64 before = slot_i[GT_LSLOT_I * k + 3];
-        if (before >= n_anchors) heads_restart(steps, before, p);
+    __device__ __noinline__ void put(i64 k, double* p) const {
+        if (steps.slot_i[GT_LSLOT_I * k + 4] == 0) return;
+        const i64 before = steps.slot_i[GT_LSLOT_I * k + 3];
+        if (before >= steps.n_anchors) heads_restart(steps, before, p);
         heads_put(steps, k, p, pass, precision);
-        steps.apply(k, p, 1);
     }
-    for (i64 r = me; r < n_long; r += n) {  // the spans' first pieces: head 0
+};
+
+// The heads of tile `tile`'s pieces (slots tile * GT_BLOCK on; call from every thread of the block):
+// rough heads (pass < 0), else the estimates and errors; the spans' first pieces' head 0, the anchors'
+// by tile_scan (flags and nodes: this scan's; called last, so that nothing is kept across it).
+__device__ __noinline__ void lattice_heads(i64 tile, i64 n_anchors, i64 n_long, u64* flags, double* nodes,
+                                          const i64* slot_i, double* slot_f, const int* front_n, const int* front_off,
+                                          double* vec_f, int pass, int precision) {
+    __shared__ double zero[GT_LMP];
+    const HeadSteps steps{n_anchors, slot_i, slot_f, front_n, front_off, vec_f, pass < 0 ? 0 : 24, pass < 0 ? 0 : 16};
+    if (threadIdx.x < GT_LMP) zero[threadIdx.x] = 0.0;
+    __syncthreads();
+    const i64 k = tile * GT_BLOCK + threadIdx.x;
+    if (k >= n_anchors && k < n_anchors + n_long) {
         GT_STEP();
-        for (int m = 0; m < GT_LMP; ++m) p[m] = 0.0;
-        heads_put(steps, n_anchors + r, p, pass, precision);
+        heads_put(steps, k, zero, pass, precision);
     }
+    if (tile * GT_BLOCK < n_anchors) tile_scan(HeadScan{steps, pass, precision}, n_anchors, tile, flags, nodes);
 }
 
 // Per thread: one piece (grid-stride over the spans, then the anchors). Work: its bytes and edges,
@@ -909,26 +886,32 @@ lattice_pieces(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, con
             fields[4] = GT_LSLOT_PENDING;
         }
     }
-    // the last block: each piece's rough head, the earlier pieces' values from head 0 added up
-    lattice_heads(n_anchors, counter, counter + 1, slot_i, slot_f, front_n, front_off, vec_f, -1, 53);
 }
 
-// Per thread: one pending piece: one solve from its rough head (lattice_pieces) gives its rough delta,
-// its value minus its head computed in (about) the right binades, so with (about) the same roundings
-// as the exact one: float32 sums round each word's weight the same way at a given spacing, so the
-// head-0 values drift from the exact ones by a bias per word, which the rough deltas do not have.
-// The launch's last block then scans the long spans' pieces (lattice_heads): each piece's estimate,
-// the earlier pieces' rough deltas added up, and the error the tables assume. The
-// rough deltas differ from the exact ones only where a piece's roundings differ: near binade edges,
-// ties and near-ties; lattice_resolve checks the error (an exact solve where it does not hold): in
-// doubles a bound of every rounding (far below the scores' spacing, so harmless), in float32 a few
-// dozen of the spacings at the head (a bound of every rounding there would span binades).
+// Per thread: one pending piece: one solve from its rough head gives its rough delta, its value minus
+// its head computed in (about) the right binades, so with (about) the same roundings as the exact
+// one: float32 sums round each word's weight the same way at a given spacing, so the head-0 values
+// drift from the exact ones by a bias per word, which the rough deltas do not have. A block takes a
+// tile of slots in the order blocks start (tile_scan.cuh); pass 0's first scans the tile's anchors
+// for their rough heads (lattice_heads: the earlier pieces' values from head 0, lattice_pieces',
+// added up), every pass's block then solves its pieces and scans them for their estimates (the
+// earlier pieces' rough deltas added up) and the errors the tables assume. The rough deltas differ
+// from the exact ones only where a piece's roundings differ: near binade edges, ties and near-ties;
+// lattice_resolve checks the error (an exact solve where it does not hold): in doubles a bound of
+// every rounding (far below the scores' spacing, so harmless), in float32 a few dozen of the
+// spacings at the head (a bound of every rounding there would span binades). nodes: the scans'
+// products per tile (GT_LMP doubles a tile: the rough heads' tiles, then pass 0's, then pass 1's).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK, 4)
 lattice_estimate(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ counter, const i64* __restrict__ slot_i,
                  double* __restrict__ slot_f, const int* __restrict__ front_n, const int* __restrict__ front_off,
-                 double* __restrict__ vec_f, i64 pass) {
+                 double* __restrict__ vec_f, i64 pass, double* __restrict__ nodes) {
+    __shared__ i64 tile;
+    lookback_tile(counter + 1 + pass, &tile);
+    if (!pass)  // only the parameters and the shared tile number live across the call
+        lattice_heads(tile, n_anchors, (i64)counter[0], counter + GT_LCOUNTERS, nodes, slot_i, slot_f, front_n,
+                      front_off, vec_f, -1, 53);
     LATTICE_G;
-    const i64 k = global_thread_index();
+    const i64 k = tile * GT_BLOCK + threadIdx.x, n_tiles = (n_anchors + GT_BLOCK - 1) / GT_BLOCK;
     // pass 0 solves from the rough heads, pass 1 again from pass 0's estimates: a rough head can lie
     // in another binade than the exact head for a piece or two near each binade edge (the head-0
     // values drift by float32's per-word bias of small binades), and such a piece's rough delta has
@@ -956,7 +939,9 @@ lattice_estimate(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ cou
                              floats[rough_f];
         }
     }
-    lattice_heads(n_anchors, counter, counter + (pass ? 4 : 2), slot_i, slot_f, front_n, front_off, vec_f, (int)pass,
+    __syncthreads();  // the tile's rough deltas, for its scan
+    lattice_heads(tile, n_anchors, (i64)counter[0], counter + GT_LCOUNTERS + (1 + pass) * n_tiles,
+                  nodes + (1 + pass) * n_tiles * GT_LMP, slot_i, slot_f, front_n, front_off, vec_f, (int)pass,
                   (mode & GT_LATTICE_FLOAT32) ? 24 : 53);
 }
 
@@ -1509,138 +1494,118 @@ lattice_resolve(LATTICE_ARGS, i64 n_anchors, const u64* __restrict__ counter, co
     }
 }
 
-// ------------------------------------------------------------ the long spans' walks in one block
-// A launch's last block walks every long span's pieces at once in anchor order: a span's pieces
-// after its first are its anchors' with a cut, ascending, and spans never interleave, so a walk
-// along the pieces' links is a scan over the anchors of a combination that restarts at a span's
-// edge. Each thread folds a run of about n / blockDim consecutive anchors, a Hillis-Steele scan
-// over the block combines the runs, and each thread folds its run again from the runs before it:
-// about 2 n / blockDim + log2(blockDim) steps a thread instead of a step per piece. Op::join is
-// associative and exact (integers, maps of a few indices), so each piece gets what the walk gave it.
-// Block size must be GT_BLOCK. Not inlined: the caller's registers stay its own.
-template <class Op>
-__device__ __noinline__ void lattice_block_scan(const Op op, i64 n, bool reverse) {
-    __shared__ u64 runs[GT_BLOCK];
-    const i64 per = (n + blockDim.x - 1) / blockDim.x, lo = per * threadIdx.x, hi = lo + per < n ? lo + per : n;
-    u64 acc = Op::NONE;
-    for (i64 i = lo; i < hi; ++i) {
-        GT_STEP();
-        acc = Op::join(acc, op.element(reverse ? n - 1 - i : i));
-    }
-    runs[threadIdx.x] = acc;
-    __syncthreads();
-    for (unsigned d = 1; d < blockDim.x; d <<= 1) {
-        GT_STEP();
-        const u64 v = threadIdx.x >= d ? Op::join(runs[threadIdx.x - d], runs[threadIdx.x]) : runs[threadIdx.x];
-        __syncthreads();
-        runs[threadIdx.x] = v;
-        __syncthreads();
-    }
-    acc = threadIdx.x ? runs[threadIdx.x - 1] : Op::NONE;
-    for (i64 i = lo; i < hi; ++i) {
-        GT_STEP();
-        const i64 k = reverse ? n - 1 - i : i;
-        acc = Op::join(acc, op.element(k));
-        op.put(k, acc);
-    }
-    __syncthreads();
-}
-
-// Backward from each span's end: per anchor piece, the map from its exits to the entries its paths
-// leave by (2 bits an exit; 0xE4 maps each exit to itself), bit 8 set where it is its span's last
-// piece (the scan restarts there). The scan at piece k is k's map after the later pieces' maps, so
-// at exit 0 of the span's last piece it gives the entry k's path leaves by: the exit of the piece
-// before k.
-struct LeaveWalk {
-    static constexpr u64 NONE = 0xE4;
+// ------------------------------------------------------------ the long spans' walks back, by tiles
+// A span's pieces after its first are its anchors' with a cut, ascending, and spans never interleave,
+// so the walk back from each span's end is a scan over the anchors, from the last, of a combination
+// that restarts at a span's last piece: tile_scan.cuh's (lattice_finish's blocks take the anchors'
+// tiles from the last). A range's product: per exit of its highest piece (the entry the piece above
+// leaves by), the entry its lowest piece leaves by (2 bits an exit, 0xE4 maps each exit to itself; bit
+// 8 set where the range holds a span's last piece, whose exit is 0 whatever comes above) and the
+// tokens of its pieces' paths. Integers and maps of a few indices: exact in any order.
+struct ExitScan {
+    using T = i64;
+    static constexpr int W = 1 + GT_LFRONT;  // the map, then the tokens per exit
     i64 n_anchors;
     i64* slot_i;
-    const i64* vec_i;  // written by other blocks of the launch: read through L2
+    const i64* vec_i;  // written by other threads of the block: read through L2
     const int* front_n;
     const int* front_off;
-    __device__ __forceinline__ static u64 join(u64 a, u64 b) {
-        if (b >> 8) return b;
-        u64 m = a & 0x100;
-        for (int j = 0; j < GT_LFRONT; ++j) m |= ((b >> (2 * ((a >> (2 * j)) & 3))) & 3) << (2 * j);
-        return m;
+
+    __device__ __forceinline__ static void identity(i64* p) {
+        p[0] = 0xE4;
+        for (int j = 0; j < GT_LFRONT; ++j) p[1 + j] = 0;
     }
-    __device__ __forceinline__ u64 element(i64 k) const {
-        if (slot_i[GT_LSLOT_I * k + 4] == 0) return NONE;  // no cut at this anchor
+    // later = later after earlier (the pieces above it)
+    __device__ __forceinline__ static void join(i64* later, const i64* earlier) {
+        if (later[0] >> 8) return;
+        i64 m = earlier[0] & 0x100, tokens[GT_LFRONT];
+        for (int j = 0; j < GT_LFRONT; ++j) {
+            const int e = (int)((earlier[0] >> (2 * j)) & 3);
+            m |= ((later[0] >> (2 * e)) & 3) << (2 * j);
+            tokens[j] = earlier[1 + j] + later[1 + e];
+        }
+        later[0] = m;
+        for (int j = 0; j < GT_LFRONT; ++j) later[1 + j] = tokens[j];
+    }
+    // Anchor piece k's product: per exit, the entry its path leaves by and its tokens.
+    __device__ __forceinline__ void element(i64 i, i64* p) const {
+        const i64 k = n_anchors - 1 - i;
+        identity(p);
+        if (slot_i[GT_LSLOT_I * k + 4] == 0) return;  // no cut at this anchor
         const i64 next = slot_i[GT_LSLOT_I * k + 2];
         const LFront out = lattice_front(front_n, front_off, next);
-        u64 m = next < 0 ? 0x100 : 0;
-        for (int j = 0; j < out.n; ++j) m |= (u64)(__ldcg(vec_i + GT_LVI * k + 2 * j) & 3) << (2 * j);
-        return m;
+        p[0] = next < 0 ? 0x100 : 0;
+        for (int j = 0; j < out.n; ++j) {
+            p[0] |= (__ldcg(vec_i + GT_LVI * k + 2 * j) & 3) << (2 * j);
+            p[1 + j] = __ldcg(vec_i + GT_LVI * k + 2 * j + 1);
+        }
     }
-    // Piece t leaves by its exit `exit`: the exit's position and the tokens of the path from it.
-    __device__ __forceinline__ void leave(i64 t, int exit) const {
-        i64* fields = slot_i + GT_LSLOT_I * t;
-        fields[8] = fields[1] + lattice_front(front_n, front_off, fields[2]).off(exit);
-        fields[6] = __ldcg(vec_i + GT_LVI * t + 2 * exit + 1);
-    }
-    __device__ __forceinline__ void put(i64 k, u64 scan) const {
-        if (slot_i[GT_LSLOT_I * k + 4] == 0) return;
-        leave(slot_i[GT_LSLOT_I * k + 3], (int)(scan & 3));
-        if (slot_i[GT_LSLOT_I * k + 2] < 0) leave(k, 0);
-    }
-};
-
-// Forward from each span's start: per anchor piece, its tokens (LeaveWalk's), flagged (bit 62) at
-// its span's second piece, which adds the first piece's tokens and restarts the sum.
-struct TokensBefore {
-    static constexpr u64 NONE = 0;
-    i64 n_anchors;
-    i64* slot_i;
-    unsigned long long* token_counts;
-    __device__ __forceinline__ static u64 join(u64 a, u64 b) { return (b >> 62) ? b : a + b; }
-    __device__ __forceinline__ u64 element(i64 k) const {
-        const i64* fields = slot_i + GT_LSLOT_I * k;
-        if (fields[4] == 0) return NONE;
-        if (fields[3] < n_anchors) return (u64)fields[6];
-        return (1ull << 62) | (u64)(fields[6] + slot_i[GT_LSLOT_I * fields[3] + 6]);
-    }
-    __device__ __forceinline__ void put(i64 k, u64 scan) const {
+    // Piece k leaves by the exit the piece above enters by (p at exit 0: the pieces above it in its
+    // span; exit 0 at its span's last piece): its exit's position, its tokens and the tokens after it
+    // in its span; where k is its span's second piece, its first piece's exit and tokens after it too.
+    __device__ __forceinline__ void put(i64 i, const i64* p) const {
+        const i64 k = n_anchors - 1 - i;
         i64* fields = slot_i + GT_LSLOT_I * k;
         if (fields[4] == 0) return;
-        const i64 through = (i64)(scan & ((1ull << 62) - 1));
-        fields[7] = through - fields[6];
-        if (fields[2] < 0) token_counts[fields[5]] = through;
+        const bool last = fields[2] < 0;
+        const int exit = last ? 0 : (int)(p[0] & 3);
+        fields[8] = fields[1] + lattice_front(front_n, front_off, fields[2]).off(exit);
+        fields[6] = __ldcg(vec_i + GT_LVI * k + 2 * exit + 1);
+        fields[7] = last ? 0 : p[1];
+        i64* first = slot_i + GT_LSLOT_I * fields[3];
+        if (fields[3] >= n_anchors) {
+            first[8] = first[1] + lattice_front(front_n, front_off, k).off((int)__ldcg(vec_i + GT_LVI * k + 2 * exit));
+            first[7] = fields[7] + fields[6];
+        }
     }
 };
 
-// lattice_finish's last block: each piece's exit (its path leaves by the exit the piece after it
-// enters by; the span's last piece by the span's end) and tokens before it, by a scan over the
-// anchors each (not inlined: the kernel's registers are the solve's).
-__device__ __noinline__ void finish_scans(i64 n_anchors, u64* counter, i64* slot_i, unsigned long long* token_counts,
-                                         const int* front_n, const int* front_off, const i64* vec_i) {
-    if (!last_block_done(counter + 3)) return;
-    const LeaveWalk leave_walk{n_anchors, slot_i, vec_i, front_n, front_off};
-    lattice_block_scan(leave_walk, n_anchors, true);
-    lattice_block_scan(TokensBefore{n_anchors, slot_i, token_counts}, n_anchors, false);
-    const i64 n_long = (i64)__ldcg(counter);
-    for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {  // the spans' first pieces
-        GT_STEP();
-        i64* first = slot_i + GT_LSLOT_I * (n_anchors + r);
+// lattice_finish's pieces' exits (its path leaves by the exit the piece after it enters by; the span's
+// last piece by the span's end), their tokens and the tokens after them in their span, and the long
+// spans' token counts: the anchors of tile `tile` by tile_scan, the spans' first pieces among the
+// tile's slots from their second piece's put (its tile's flag; not inlined: the kernel's registers
+// are the solve's).
+__device__ __noinline__ void finish_scans(i64 tile, i64 n_anchors, i64 n_long, u64* flags, i64* nodes, i64* slot_i,
+                                         unsigned long long* token_counts, const int* front_n, const int* front_off,
+                                         const i64* vec_i) {
+    if (tile * GT_BLOCK < n_anchors)
+        tile_scan(ExitScan{n_anchors, slot_i, vec_i, front_n, front_off}, n_anchors, tile, flags, nodes);
+    const i64 k = tile * GT_BLOCK + threadIdx.x;
+    if (k < n_anchors || k >= n_anchors + n_long) return;
+    GT_STEP();
+    i64* first = slot_i + GT_LSLOT_I * k;
+    const i64 next = first[2];
+    int exit = 0;
+    if (next >= 0) {
+        tile_wait(flags, (n_anchors - 1 - next) / GT_BLOCK, 2);
+        const LFront out = lattice_front(front_n, front_off, next);
+        const i64 at = __ldcg(first + 8);
+        for (int j = 0; j < out.n; ++j) exit = first[1] + out.off(j) == at ? j : exit;
+    } else {
+        first[8] = first[1];
         first[7] = 0;
-        if (first[2] >= 0) continue;  // its exit and tokens: from the scans at its next piece
-        leave_walk.leave(n_anchors + r, 0);
-        token_counts[first[5]] = first[6];
     }
+    first[6] = vec_i[GT_LVI * k + 2 * exit + 1];
+    token_counts[first[5]] = (unsigned long long)(__ldcg(first + 7) + first[6]);
 }
 
 // Per thread: one piece of a long span: the exact solve from its exact head (pieces settled by their
-// table; a piece lattice_resolve jumped over: its guess's x plus the jump's s) and its token count,
-// added to its span's. The launch's last block then scans the long spans' pieces (lattice_block_scan):
-// each piece's exit and tokens before it in its span.
+// table; a piece lattice_resolve jumped over: its guess's x plus the jump's s) and, from each exit,
+// the entry its path leaves by and its tokens. A block takes a tile of slots in the order blocks
+// start (the anchors' from the last, then the spans' first pieces) and scans them (finish_scans):
+// each piece's exit, tokens and tokens after it in its span, the long spans' token counts. nodes:
+// the scan's products per tile (ExitScan::W each).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK, 4)
 lattice_finish(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ counter,
                const i64* __restrict__ scratch_offsets, i64* __restrict__ slot_i, const double* __restrict__ slot_f,
                double* __restrict__ score, i64* __restrict__ route, int* __restrict__ value,
                unsigned long long* __restrict__ token_counts, const int* __restrict__ front_n,
                const int* __restrict__ front_off, const double* __restrict__ vec_f, i64* __restrict__ vec_i,
-               const double* __restrict__ spec_f, const i64* __restrict__ spec_i) {
+               const double* __restrict__ spec_f, const i64* __restrict__ spec_i, i64* __restrict__ nodes) {
     LATTICE_G;
-    const i64 k = global_thread_index();
+    __shared__ i64 tile_slot;
+    const i64 tile = lookback_tile(counter + 3, &tile_slot);
+    const i64 at = tile * GT_BLOCK + threadIdx.x, k = at < n_anchors ? n_anchors - 1 - at : at;
     i64* fields = slot_i + GT_LSLOT_I * (k < n_slots ? k : 0);
     double head = k < n_slots ? slot_f[GT_LSLOT_F * k + 5] : 0.0;
     for (int q = 0; q < GT_LGUESSES && k < n_slots && fields[4] == GT_LSLOT_PENDING; ++q) {
@@ -1673,11 +1638,13 @@ lattice_finish(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ count
             vec_i[GT_LVI * k + 2 * j + 1] = count;
         }
     }
-    finish_scans(n_anchors, counter, slot_i, token_counts, front_n, front_off, vec_i);
+    const i64 n_tiles = (n_anchors + GT_BLOCK - 1) / GT_BLOCK;
+    finish_scans(tile, n_anchors, (i64)counter[0], counter + GT_LCOUNTERS + 3 * n_tiles, nodes, slot_i, token_counts,
+                 front_n, front_off, vec_i);
 }
 
-// Per thread: one piece of a long span: its tokens at its span's offset plus the earlier pieces'
-// (a step per token).
+// Per thread: one piece of a long span: its tokens, ending where the later pieces' start (a step per
+// token).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 lattice_emit_pieces(const i64* __restrict__ span_starts, i64 n_slots, const i64* __restrict__ slot_i,
                     const i64* __restrict__ scratch_offsets, const i64* __restrict__ route,
@@ -1688,7 +1655,7 @@ lattice_emit_pieces(const i64* __restrict__ span_starts, i64 n_slots, const i64*
     const i64* fields = slot_i + GT_LSLOT_I * k;
     if (fields[4] != GT_LSLOT_CERTAIN && fields[4] != GT_LSLOT_EXACT) return;
     const i64 s = fields[5], begin = span_starts[s], row = scratch_offsets[s];
-    i64 out = token_offsets[s] + fields[7] + fields[6];
+    i64 out = token_offsets[s + 1] - fields[7];  // before the tokens of the pieces after it
     for (i64 q = fields[8] - begin; q > fields[0] - begin;) {  // from the exit its path leaves by
         GT_STEP();
         --out;

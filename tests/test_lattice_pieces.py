@@ -176,7 +176,10 @@ def test_lattice_kernels_keep_occupancy():
     for kernel in PIECE_KERNELS:
         registers, spilled = report[kernel]
         assert spilled == 0 and registers <= 64, (kernel, registers, spilled)
-    # the noinline helpers (the last blocks' scans, the resolve's jump check) report their spills apart
+    # the noinline helpers (the scans by tiles and their operators, the resolve's jump check) report
+    # their spills apart
     functions = ptxas_device_functions("lattice")
     print("lattice's noinline functions (spilled bytes):", functions)
     assert any("lattice_heads" in name for name in functions) and not any(functions.values()), functions
+    assert any("tile_scan" in name and "HeadScan" in name for name in functions), functions
+    assert any("tile_scan" in name and "ExitScan" in name for name in functions), functions

@@ -25,6 +25,10 @@ VEC_INTS = 24
 GUESSES = 16
 SPEC_FLOATS = 4 * GUESSES + 1
 SPEC_INTS = 2 * GUESSES + 1
+# cuda/lattice.cu's GT_LCOUNTERS, GT_LMP and ExitScan::W: the scans' counters and products per tile.
+COUNTERS = 4
+HEAD_WORDS = 19
+EXIT_WORDS = 1 + FRONT
 
 
 def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any, edge_starts: Any,
@@ -37,8 +41,8 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
     end of ``cuda/lattice.cu``), at cut points or, where a chunk has none, at forced cuts with
     frontiers: the same tokens, no thread's work growing with the span but the long span's walk
     (lattice_resolve: about sqrt(pieces) steps where its pieces end at cut points, a jump per segment
-    of pieces; a step per piece with forced cuts) and the block-wide scans of the pieces (heads,
-    estimates, exits, token counts: about 2 pieces / 256 + 16 steps a thread each) (14 kernel
+    of pieces; a step per piece with forced cuts) and the scans of the pieces (heads, estimates,
+    exits, token counts: by tiles of 256 anchors, at most 2 log2(tiles) + 16 steps a thread each) (14 kernel
     launches with long spans; the forced cuts' four: lattice_estimate's second pass,
     lattice_settle_front, lattice_zone_split, lattice_settle_zone)."""
     xp = rt.xp
@@ -80,7 +84,12 @@ def _solve_paths(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any,
     if n_anchors:
         n_edges = int(edge_starts.size)
         long_edge = xp.zeros(n, xp.int32)
-        counter = xp.zeros(5, xp.uint64)  # long spans; finished blocks of lattice_pieces, _estimate, _finish, _estimate
+        # the scans of the pieces by tiles of BLOCK anchors (cuda/tile_scan.cuh): counter holds the long
+        # spans, the tile counters of lattice_estimate's passes and lattice_finish, then per scan (rough
+        # heads, estimates twice, exits) a flag a tile; nodes hold their products per tile
+        tiles = blocks_for(n_anchors, BLOCK)
+        counter = xp.zeros(COUNTERS + 4 * tiles, xp.uint64)
+        head_nodes, exit_nodes = xp.empty(3 * HEAD_WORDS * tiles, xp.float64), xp.empty(EXIT_WORDS * tiles, xp.int64)
         cuts, cut_spans = xp.empty(n_anchors, xp.int64), xp.empty(n_anchors, xp.int64)
         slot_i, slot_f = xp.empty(SLOT_INTS * n_slots, xp.int64), xp.empty(SLOT_FLOATS * n_slots, xp.float64)
         class_i = xp.empty(4 * n_slots, xp.int64)
@@ -100,7 +109,8 @@ def _solve_paths(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any,
                 slot_i, slot_f, *scratch, *fronts, vec_f))
         for refine in (0, 1):  # from the rough heads, then from those estimates (cuda/lattice.cu)
             launch(rt.function("lattice", "lattice_estimate"), blocks_for(n_slots, BLOCK),
-                   (*lattice, i64(n_anchors), i64(n_slots), counter, slot_i, slot_f, *fronts, vec_f, i64(refine)))
+                   (*lattice, i64(n_anchors), i64(n_slots), counter, slot_i, slot_f, *fronts, vec_f, i64(refine),
+                    head_nodes))
         launch(rt.function("lattice", "lattice_settle"), blocks_for(n_slots * CLASSES, BLOCK),
                (*lattice, i64(n_slots), slot_i, slot_f, class_i))
         launch(rt.function("lattice", "lattice_settle_front"), blocks_for(n_slots * FRONT * CLASSES, BLOCK),
@@ -115,7 +125,7 @@ def _solve_paths(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any,
                 vec_i, *spec))
         launch(rt.function("lattice", "lattice_finish"), blocks_for(n_slots, BLOCK),
                (*lattice, i64(n_anchors), i64(n_slots), counter, scratch_offsets, slot_i, slot_f, *scratch, counts,
-                *fronts, vec_f, vec_i, *spec))
+                *fronts, vec_f, vec_i, *spec, exit_nodes))
     launch(rt.function("lattice", "lattice_route"), blocks_for(n, BLOCK),
            (*lattice, scratch_offsets, score, route, value, counts, i64(long_bytes)))
     xp.cumsum(counts, out=token_offsets[1:])
