@@ -107,9 +107,12 @@ def last_block_total(module: EmulatedModule, seed: int, n_blocks: int = 20) -> b
     return int(total[0]) == int(values.sum())
 
 
-def test_last_block_pattern():
-    module = interblock()
-    assert all(last_block_total(module, seed, n_blocks) for seed in SEEDS for n_blocks in (3, 20))
+def test_last_block_pattern_and_a_count_before_the_data():
+    right, sequential = interblock(), interblock(0, ("PUBLISH_EARLY",))
+    early = interblock(RESIDENT, ("PUBLISH_EARLY",))
+    assert all(last_block_total(right, seed, n_blocks) for seed in SEEDS for n_blocks in (3, 20))
+    assert all(last_block_total(sequential, seed) for seed in SEEDS)
+    assert not any(last_block_total(early, seed) for seed in SEEDS)
 
 
 def resident_blocks(module: EmulatedModule, seed: int, n_blocks: int = 40) -> tuple[int, np.ndarray]:

@@ -23,19 +23,22 @@
 //     `resident` blocks are in flight at once, started in a seeded, locally shuffled order, and
 //     their threads' steps interleave. Every resident block keeps an OS thread of its own (its
 //     shared memory is thread_local), but a baton lets exactly one of them run at any time and
-//     passes only at defined points, chosen by one seeded generator, so a launch is as
-//     deterministic as fibers on one OS thread: a spinning `__nanosleep` always hands the baton
-//     to another resident block, and atomics, `__ldcg`/`__ldcv`/`__stcg`, `__threadfence`,
-//     `__syncthreads` and GT_STEP() hand it over at random, at a rate a block draws anew each
-//     time it hands over (one switch point in 2 to one in 1024), and the baton goes to a block in
-//     proportion to its rate: blocks run at very different and changing speeds, so a block that
-//     started later often overtakes an earlier one, and one held back between two steps (between
-//     counting itself done and writing its result, say) may stay behind by far. (With one rate
-//     for all, the earlier block nearly always stays ahead.) A block that waits for another block's flag therefore
-//     really waits, and one that forgets to wait reads what is there. What it cannot model: memory is sequentially consistent (one runner at a
-//     time, every write seen at once), so a missing `__threadfence` or `__ldcg` goes unnoticed;
-//     plain and volatile loads are no switch points. A launch whose spinning threads make no
-//     progress for kIdleSpinLimit spins in a row fails with a "deadlock" message.
+//     passes only at switch points, decided by one seeded generator, so a launch is as
+//     deterministic as fibers on one OS thread. Switch points: atomics, `__ldcg`/`__ldcv`/
+//     `__stcg`, `__threadfence`, `__syncthreads` and GT_STEP() hand the baton to a random other
+//     block at a rate the block draws anew at each hand-over (one point in 2, 8 or 32); a
+//     spinning `__nanosleep` always hands it over. At the first switch point after a block
+//     changed global memory (an atomic or `__stcg`: a count, a flag) it stalls one time in
+//     kStallAfterPublishOneIn: it runs again only when no other block can (the last stalled
+//     first) or when one spins (which may be waiting for it). So a later tile overtakes an
+//     earlier one, a block that waits for another's flag really waits, one that forgets to
+//     wait reads what is there, and one that announces its result before writing it (counts
+//     itself done, then stores) is seen without it. (With one rate for all and no stalls, the
+//     block that started first nearly always stays ahead, and none of that shows.)
+//     What it cannot model: memory is sequentially consistent (one runner at a time, every
+//     write seen at once), so a missing `__threadfence` or `__ldcg` goes unnoticed; plain and
+//     volatile loads are no switch points. A launch whose spinning threads make no progress for
+//     kIdleSpinLimit spins in a row fails with a "deadlock" message.
 //   * When no fiber of a block can run but some have not finished, the launch fails with a
 //     "deadlock" message naming the barriers they wait at, instead of hanging. A __syncthreads
 //     call at another file:line than the one the block's waiting threads called is reported
@@ -73,6 +76,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <link.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -201,6 +205,9 @@ constexpr unsigned kMaxResident = 64;
 // Progress is a barrier, a warp intrinsic, GT_STEP(), an atomic that changed memory, a store or
 // a thread's exit. A legitimate wait needs a few per resident block.
 constexpr unsigned long long kIdleSpinLimit = 20000;
+// One switch point in kStallAfterPublishOneIn right after a block changed global memory (an
+// atomic, __stcg) stalls it (see switch_block).
+constexpr unsigned kStallAfterPublishOneIn = 2;
 // Blocks start in a random order within a window of the next kStartWindow unstarted ones.
 constexpr unsigned kStartWindow = 64;
 
@@ -210,6 +217,11 @@ struct Interleave {
     unsigned slots = 0;  // resident blocks; 0: interleaving off
     std::atomic<unsigned> go[kMaxResident];  // go[s] == 1: slot s may take the baton
     bool alive[kMaxResident];
+    // Slot s's block is stalled since stall number stalled_at[s] (0: it is not), until no other
+    // block can run (the last stalled goes first) or a block spins.
+    unsigned long long stalled_at[kMaxResident];
+    unsigned long long stalls = 0;
+    bool published[kMaxResident];  // slot s's block just changed global memory with an atomic or __stcg
     unsigned switch_one_in[kMaxResident];  // the rate at which slot s's block hands the baton over
     unsigned alive_count = 0;
     unsigned long long rng = 1;
@@ -346,6 +358,30 @@ static thread_local Launch* tl_launch = nullptr;
 // Interleaved mode: this OS thread's resident slot; kNoSlot otherwise.
 constexpr unsigned kNoSlot = ~0u;
 static thread_local unsigned tl_slot = kNoSlot;
+// This library's thread-local block on this OS thread: every __shared__ variable lies in it.
+static thread_local const char* tl_tls_begin = nullptr;
+static thread_local const char* tl_tls_end = nullptr;
+
+inline int find_own_tls(dl_phdr_info* info, size_t, void*) {
+    const auto here = reinterpret_cast<ElfW(Addr)>(&find_own_tls);
+    bool mine = false;
+    const ElfW(Phdr)* tls = nullptr;
+    for (unsigned i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr)& h = info->dlpi_phdr[i];
+        if (h.p_type == PT_LOAD && here >= info->dlpi_addr + h.p_vaddr && here < info->dlpi_addr + h.p_vaddr + h.p_memsz)
+            mine = true;
+        if (h.p_type == PT_TLS) tls = &h;
+    }
+    if (!mine || !tls || !info->dlpi_tls_data) return 0;
+    tl_tls_begin = static_cast<const char*>(info->dlpi_tls_data);
+    tl_tls_end = tl_tls_begin + tls->p_memsz;
+    return 1;
+}
+// Whether p is shared memory (not global): only a block's own threads see it.
+inline bool is_shared_memory(const void* p) {
+    const char* c = static_cast<const char*>(p);
+    return c >= tl_tls_begin && c < tl_tls_end;
+}
 
 // ------------------------------------------------------------------ fiber stacks
 // One mapping per OS thread, reused across blocks and launches, with an inaccessible page below
@@ -433,31 +469,37 @@ inline void hand_over(Interleave& in, unsigned self, bool leaving) {
         in.alive[self] = false;
         --in.alive_count;
     }
-    // A slot is picked in proportion to its block's rate: a slow block runs seldom and briefly.
-    unsigned long long weights = 0;
-    for (unsigned s = 0; s < in.slots; ++s)
-        if (s != self && in.alive[s]) weights += in.switch_one_in[s];
-    if (weights == 0) return;
-    unsigned long long pick = random_below(&in.rng, weights);
-    unsigned target = 0;
-    for (;; ++target) {
-        if (target == self || !in.alive[target]) continue;
-        if (pick < in.switch_one_in[target]) break;
-        pick -= in.switch_one_in[target];
+    // A random other slot whose block is not stalled, else (when this one leaves) the one stalled last.
+    unsigned ready = 0, target = kMaxResident;
+    for (unsigned s = 0; s < in.slots; ++s) {
+        if (s == self || !in.alive[s]) continue;
+        if (!in.stalled_at[s]) ++ready;
+        else if (target == kMaxResident || in.stalled_at[s] > in.stalled_at[target]) target = s;
     }
+    if (ready) {
+        unsigned pick = random_below(&in.rng, ready);
+        for (target = 0;; ++target)
+            if (target != self && in.alive[target] && !in.stalled_at[target] && pick-- == 0) break;
+    } else if (!leaving || target == kMaxResident) {
+        in.stalled_at[self] = 0;  // no other block is ready: this one goes on (it stalled last)
+        return;
+    }
+    in.stalled_at[target] = 0;
     in.go[target].store(1);
     in.go[target].notify_one();
     if (!leaving) take_baton(in, self);
 }
 
-// A block's rate of switch points that hand the baton over: one in 2, 16, 128 or 1024.
-inline unsigned draw_rate(Interleave& in) { return 2u << (3 * random_below(&in.rng, 4)); }
+// A block's rate of switch points that hand the baton over: one in 2, 8 or 32.
+inline unsigned draw_rate(Interleave& in) { return 2u << (2 * random_below(&in.rng, 3)); }
 
 // Inside a fiber: lets other resident blocks run, then carries on (or stops, if one of them failed).
-// The block leaves at a new rate: a block may be held back at any point, not only from its start.
-inline void switch_block() {
+// The block comes back at a new rate; `stall` holds it back at this point until a block spins or no
+// other can run, as a GPU may hold a block back anywhere.
+inline void switch_block(bool stall) {
     Interleave& in = tl_launch->interleave;
     in.switch_one_in[tl_slot] = draw_rate(in);
+    in.stalled_at[tl_slot] = stall ? ++in.stalls : 0;
     hand_over(in, tl_slot, false);
     if (tl_launch->failed.load()) fail("stopped: another block of the launch failed");
 }
@@ -466,7 +508,11 @@ inline void switch_block() {
 inline void maybe_switch_block() {
     if (tl_slot == kNoSlot) return;
     Interleave& in = tl_launch->interleave;
-    if (random_below(&in.rng, in.switch_one_in[tl_slot]) == 0) switch_block();
+    if (in.published[tl_slot]) {  // where a publish that comes before its data would show
+        in.published[tl_slot] = false;
+        if (random_below(&in.rng, kStallAfterPublishOneIn) == 0) return switch_block(true);
+    }
+    if (random_below(&in.rng, in.switch_one_in[tl_slot]) == 0) switch_block(false);
 }
 
 // Something changed that a spinning thread may be waiting for.
@@ -486,7 +532,8 @@ inline void spin() {
                  kIdleSpinLimit, in.slots, f.index.x, f.index.y, f.index.z, f.block->index.x, f.block->index.y,
                  f.block->index.z);
         }
-        switch_block();
+        for (unsigned s = 0; s < in.slots; ++s) in.stalled_at[s] = 0;  // it may be waiting for them
+        switch_block(false);
     }
     make_ready(*tl_current->block, tl_current);
     park();
@@ -814,7 +861,8 @@ struct SlotStart {
 };
 inline void run_slot(Launch& L, unsigned slot) {
     take_baton(L.interleave, slot);
-    tl_slot = slot;
+    tl_slot = slot;  // also makes sure this thread's thread-local block exists before it is looked up
+    dl_iterate_phdr(find_own_tls, nullptr);
     run_blocks(L);
     tl_slot = kNoSlot;
     hand_over(L.interleave, slot, true);
@@ -835,6 +883,8 @@ inline void run_interleaved(Launch& L, unsigned resident, unsigned long long see
         in.go[s].store(0);
         in.alive[s] = false;
         in.switch_one_in[s] = 2;  // until the slot starts a block
+        in.stalled_at[s] = 0;
+        in.published[s] = false;
     }
     pthread_t threads[kMaxResident];
     SlotStart starts[kMaxResident];
@@ -1096,7 +1146,10 @@ inline T atomic_update(T* address, Op op) {
     maybe_switch_block();
     std::atomic_ref<T> ref(*address);
     const T old = op(ref);
-    if (tl_slot != kNoSlot && ref.load() != old) note_progress();
+    if (tl_slot != kNoSlot && ref.load() != old) {
+        note_progress();
+        if (!is_shared_memory(address)) tl_launch->interleave.published[tl_slot] = true;
+    }
     return old;
 }
 }  // namespace cuemu
@@ -1290,6 +1343,7 @@ inline void shared_store(T* p, T v) {
     maybe_switch_block();
     *p = v;
     note_progress();
+    if (tl_slot != kNoSlot) tl_launch->interleave.published[tl_slot] = true;
 }
 }  // namespace cuemu
 template <class T> inline T __ldg(const T* p) { return *p; }

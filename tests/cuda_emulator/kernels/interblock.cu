@@ -1,7 +1,8 @@
 // interblock.cu -- blocks that wait for each other, for the emulator's interleaved mode.
 //
-// SKIP_WAIT (a -D of the tests only) removes the wait: a kernel that sequential blocks run
-// correctly and interleaved ones must not.
+// SKIP_WAIT (a -D of the tests only) removes the wait, PUBLISH_EARLY makes a block count itself
+// done before it writes its part: kernels that sequential blocks run correctly and interleaved
+// ones must not.
 
 // Chained prefix over tiles: tile t (taken in start order from counter[0]) sums its values, waits
 // for tile t - 1's inclusive sum (flags[t] != 0), and publishes its own (flags[t + 1], prefix[t + 1]).
@@ -46,9 +47,15 @@ extern "C" __global__ void last_block_total(const long long* __restrict__ values
         atomicAdd((unsigned long long*)&sum, (unsigned long long)values[i]);
     __syncthreads();
     if (threadIdx.x == 0) {
+#ifndef PUBLISH_EARLY
         __stcg(parts + blockIdx.x, sum);
         __threadfence();
         last = atomicAdd(done, 1ull) == gridDim.x - 1;
+#else
+        last = atomicAdd(done, 1ull) == gridDim.x - 1;
+        __threadfence();
+        __stcg(parts + blockIdx.x, sum);
+#endif
     }
     __syncthreads();
     if (last && threadIdx.x == 0) {
