@@ -17,13 +17,14 @@ child if it still runs and reaps it; the command line calls it when the command 
 on an error or on Ctrl-C). ``$GPU_TEXT_COMPILE_AHEAD=0`` turns plans off; with one core there is
 no child either.
 
->>> for t in parse_signature("u1[] (i4[,] u1[]!) i8 b1 {i8:i8}"):
+>>> for t in parse_signature("u1[] (i4[,] u1[]!) i8 b1 {i8:i8} f8[,,]"):
 ...     print(t)
 array(uint8, 1d, C)
 Tuple(array(int32, 2d, C), readonly array(uint8, 1d, C))
 int64
 bool
 DictType[int64,int64]<iv=None>
+array(float64, 3d, C)
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ DISABLE_VAR = "GPU_TEXT_COMPILE_AHEAD"  # "0": never start a child
 WAIT_SECONDS = 600.0  # the longest a first call waits for the child before compiling here instead
 
 # A kernel is "module.function: signature", the signature in short: a NumPy type code (i1 i2 i4
-# i8 u1 u4 u8 f4 f8; b1 is bool) is a scalar; with [] a C-contiguous 1-D array, [,] 2-D; a
+# i8 u1 u4 u8 f4 f8; b1 is bool) is a scalar; with [] a C-contiguous 1-D array, [,] 2-D, [,,] 3-D; a
 # trailing ! makes the array read-only (a model file's bytes); (...) is a tuple, {k:v} a typed dict.
 _NORMALIZE_ROW = ("normalizer.normalize_row: i4[] i4[] u1[] u1[] u1[] i8[] u1[] i8 i8 u1[] i8 i8 u1[]! u1[] i8[] i8 "
                   "b1 b1 i4[] i8[]")
@@ -51,6 +52,9 @@ _MERGE_TABLES = ("merge_tables.piece_chars: u1[]! i8[]", "merge_tables.table_of:
                  "merge_tables._pair_keys: u1[]! i8[] i4[] u8[] i4[] i4[] i4[] u1[] u1[]")
 _LINES = ("lines.count_newlines: u1[] i8", "lines.split_lines: u1[] i8 b1 u1[] i8[]")
 _UTF8_STATS = ("utf8.utf8_string_stats: u1[] i8[]", "utf8._decode_into: u1[] i8[] i8[] u4[] i4[]")
+# a corpus's words counted (word2vec and LDA read their corpus alike)
+_COUNT_TOKENS = ("word2vec_vocab.count_tokens: u1[] i8[] i8[] i8[] i8 i8 i4[] i8[] u1[] i8[] i8[] i8[] u8[] i8[] "
+                 "i8 i8 i8 i8")
 _LATTICE = ("trie._span_matches: i4[] i4[] u1[] u1[] u1[]{model} i8[] i8[] i8[] i8[] i8[] i4[] b1",
             "lattice._route_spans: u1[]{model} i8[] i8[] i8[] i8[] i4[] i8[] f8[] f8 i8 i8 i8[] f8[] i8[] i4[]",
             "lattice._emit_spans: i8[] i8[] i8[] i8[] i4[] i8[] i8[] i8[] i4[]")
@@ -109,11 +113,32 @@ PLANS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         "unigram_trainer.build_edges: i4[] i8[] i8[] i8[] i8[] i8[]",
         "unigram_trainer.e_step: i8[] f8[] i8[] i2[] i4[] f8[] f8 i8 i8 f8[]",
         "unigram_trainer.compact_edges: i8[] i2[] i4[] i8[]")),
+    # here the gradient's scatters and the optimiser's vector steps (otherwise compiled after the
+    # forward-backward pass) while reading; there the forward-backward pass, half the compiling
+    "crf-train": (("crf._unigram_scatter: f8[,] i4[] i8[] i8[] f8[,] f8 f8[,]",
+                   "crf._bigram_partials: f8[,,] f8[,] f8[,] i4[] i8[] i8[] i8[] i8[] f8[,]",
+                   "crf._reduce_chunks: f8[,] i8[] f8[,] f8 f8[,]",
+                   "vectors._dot_blocks: f8[] f8[] f8[] i8 i8",
+                   "vectors._history_blocks: f8[,] f8[,] i8[] i8 f8[] f8[,,] i8 i8",
+                   "vectors._combine_rows_blocks: f8[] f8 f8[] f8[] f8[] f8[,] f8[,] i8[] f8[] i8 i8",
+                   "vectors._store_pair_blocks: f8[] f8[] f8[] f8[] f8[] f8[] f8[] i8 i8",
+                   "crf._posterior_errors: f8[,] i4[]"), (
+        "crf._forward_backward: f8[,] f8[,,] f8[,,] i8[] i8[] i8[] i8[] i8[] i4[] f8[,] f8[,] f8[,] f8[] f8[]",)),
+    # here the sampling's set-up while reading; there the counting of the words and the training
+    "word2vec-train": (("word2vec._subsample: i4[] u4[] u8", "word2vec._search_index: u4[]"), (
+        _COUNT_TOKENS,
+        "word2vec._train_units: i8 i8 f8[] i4[] i8[] f4[,] f4[,] f4[,] u1[] i4[] i8[] u4[] i8[] i8 i8 i8 i8 i8 i8 "
+        "f8 f8 u8 i8 i8 i8")),
+    # here the topics' set-up while reading; there the counting of the words and the model's text
+    # (both samplers: the dense sampler's own cell compiles here)
+    "lda-train": (("lda._init_topics: i8 i8 u8", "lda._count_docs: i8[] i4[] i4[,]",
+                   "lda._count_words: i4[] i4[] i4[,] i4[]", "lda_blocks._build_lists: i4[,] i8[] i4[] i4[] i4[] b1"), (
+        _COUNT_TOKENS, "decimal_text._format: f8[,] u1[] b1[,] i8 i8 i8")),
 }
 
 _CODES = {"u1": "uint8", "u2": "uint16", "u4": "uint32", "u8": "uint64", "i1": "int8", "i2": "int16",
           "i4": "int32", "i8": "int64", "f4": "float32", "f8": "float64", "b1": "boolean"}
-_TOKEN = re.compile(r"[(){}:]|([uifb][1248])(\[,?\])?(!)?")
+_TOKEN = re.compile(r"[(){}:]|([uifb][1248])(\[,*\])?(!)?")
 
 
 def parse_signature(text: str) -> tuple:

@@ -117,11 +117,13 @@ def compile_notice(command: str | None, stream: TextIO | None = None,
 def ahead_plans(args: Any) -> tuple[str, ...]:
     """The compile-ahead plans (``cpu_fallback.compile_ahead.PLANS``) for a command's parsed
     arguments: only on the CPU backend, in one process (not ``--workers``/``--devices`` jobs),
-    for the commands whose first run compiles for more than ~10 s on two cores.
+    for the commands whose first run compiles for more than ~8 s on two cores.
 
     >>> import argparse
     >>> ahead_plans(argparse.Namespace(command="train-tokenizer", method="bytepiece", backend="cpu"))
     ('train-bytepiece',)
+    >>> ahead_plans(argparse.Namespace(command="lda", lda_command="train", backend="cpu"))
+    ('lda-train',)
     >>> ahead_plans(argparse.Namespace(command="score"))
     ()
     """
@@ -139,6 +141,10 @@ def ahead_plans(args: Any) -> tuple[str, ...]:
         plans.append(f"train-{getattr(args, 'method', 'bpe')}")
     elif command == "train-dict":
         plans.append("train-dict")
+    elif command in ("crf", "word2vec", "lda") and getattr(args, f"{command}_command", None) == "train":
+        # CRF's stochastic gradient descent has no quasi-Newton steps for this process to compile
+        if not (command == "crf" and getattr(args, "algorithm", None) == "sgd-l1"):
+            plans.append(f"{command}-train")
     else:
         return ()
     from gpu_text.backend import get_backend

@@ -30,6 +30,9 @@ PLAN_RUNS = {
     "train-unigram": [WARMUPS["train-tokenizer"][1]],
     "train-bytepiece": [BYTEPIECE_TRAIN],
     "train-dict": [WARMUPS["train-dict"][0]],
+    "crf-train": [WARMUPS["crf"][0]],
+    "word2vec-train": [WARMUPS["word2vec"][0]],
+    "lda-train": [WARMUPS["lda"][0]],
 }
 # kernels only ever called from other kernels: a run that loads their callers from the cache
 # never types them, so only the fresh-cache test below sees their types
