@@ -63,10 +63,9 @@ def spans_of(rng: np.random.Generator, n: int, size: int) -> tuple[np.ndarray, n
     return data, ends - size, ends
 
 
-def assert_same_scores(args, data, starts, ends, edges, weights, fallback, cap, mode):
-    """The best score into every byte of the spans (lattice_resolve's launch's scratch rows, final after
-    lattice_finish) bit for bit the Numba twin's whole-span pass: every piece solved from its exact
-    head (a head off by a jump's shift would leave most tokens alike, not the scores)."""
+def twin_scores(data, starts, ends, edges, weights, fallback, cap, mode) -> tuple[np.ndarray, np.ndarray]:
+    """The Numba twin's whole-span pass: the best score into every byte of the spans, and each span's
+    offset in those rows."""
     from cpu_fallback.lattice import _route_spans
 
     scratch_offsets = np.zeros(starts.size + 1, np.int64)
@@ -75,7 +74,14 @@ def assert_same_scores(args, data, starts, ends, edges, weights, fallback, cap, 
     score, route, value = np.empty(size, np.float64), np.empty(size, np.int64), np.empty(size, np.int32)
     _route_spans(data, starts, ends, *edges, weights, np.float64(fallback), np.int64(cap), np.int64(mode),
                  scratch_offsets, score, route, value)
-    np.testing.assert_array_equal(args[18], score)
+    return score, scratch_offsets
+
+
+def assert_same_scores(args, data, starts, ends, edges, weights, fallback, cap, mode):
+    """The best score into every byte of the spans (lattice_resolve's launch's scratch rows, final after
+    lattice_finish) bit for bit the Numba twin's whole-span pass: every piece solved from its exact
+    head (a head off by a jump's shift would leave most tokens alike, not the scores)."""
+    np.testing.assert_array_equal(args[18], twin_scores(data, starts, ends, edges, weights, fallback, cap, mode)[0])
 
 
 def walk_of(args) -> tuple[int, int, int]:
