@@ -1,10 +1,10 @@
-"""``python -m benchmarks bulk_cli [--input FILE] [--model MODEL] [--size-mb N] [--rounds N] [--out DIR]``:
+"""``python -m benchmarks bulk_cli [--input FILE] [--model MODEL] [--size-mb N] [--rounds N] [--no-workers] [--out DIR]``:
 the bulk job as users run it against the encoder it is built on, on the CPU backend, in
 interleaved rounds. Each round times in-process ``Tokenizer.encode`` over the input's 16 MB chunks
 already in memory (ids brought to numpy), then ``gpu-text tokenize`` in a fresh process, start-up,
 reading and writing included, into Parquet and Megatron, and the same job as 8 shards with
-``--workers 2`` (``--output-dir``): wall seconds, MB/s of input, CPU seconds and the peak RSS of
-each process (``wait4``; with workers, the largest of the job's processes). A CLI run's ratio is to
+``--workers 2`` (``--output-dir``; ``--no-workers`` leaves those out): wall seconds, MB/s of input,
+CPU seconds and the peak RSS of each process (``wait4``; with workers, the largest of the job's processes). A CLI run's ratio is to
 the in-process run of its own round, so that a machine whose speed drifts (a shared or throttled
 host) moves both sides of a ratio alike; the summary gives each run's median ratio and range over
 the rounds. The input defaults to the shared corpora (zh and en lines) repeated to ``--size-mb``;
@@ -55,6 +55,16 @@ def split_shards(path: Path, folder: Path) -> Path:
         (shards / f"part-{k:02d}.txt").write_bytes(data[start:end])
         start = end
     return shards
+
+
+def head_lines(path: Path, folder: Path, size: int = 16 << 20) -> Path:
+    """The whole lines of ``path``'s first ``size`` bytes, as a file in ``folder`` (the warm-up
+    run's input when there are no shards)."""
+    with open(path, "rb") as source:
+        data = source.read(size)
+    head = folder / "head.txt"
+    head.write_bytes(data[:data.rfind(b"\n") + 1] or data)
+    return head
 
 
 def train_model(folder: Path) -> str:
@@ -130,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="a tokenizer model (default: a 16k sentencepiece BPE)")
     parser.add_argument("--size-mb", type=int, default=1024, help="size of the generated input (MiB)")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (in-process, then every CLI run)")
+    parser.add_argument("--no-workers", action="store_true", help="only the single-process CLI runs")
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
     args = parser.parse_args(argv)
     if args.rounds < 1:
@@ -138,10 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="gpu-text-bulk-") as scratch:
         folder = Path(scratch)
         path = args.input or build_input(folder, args.size_mb)
-        shards = split_shards(path, folder)
+        shards = None if args.no_workers else split_shards(path, folder)
         model = args.model or train_model(folder)
         size = path.stat().st_size
-        subprocess.run([sys.executable, "-m", "gpu_text.cli", "tokenize", "--model", model, str(shards / "part-00.txt"),
+        warm = shards / "part-00.txt" if shards else head_lines(path, folder)
+        subprocess.run([sys.executable, "-m", "gpu_text.cli", "tokenize", "--model", model, str(warm),
                         str(folder / "warm.parquet")], check=True, capture_output=True)  # caches filled beforehand
         tokenizer, batches = encoded_batches(model, path)
         for round_number in range(1, args.rounds + 1):
@@ -153,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
                 for name in os.listdir(folder):
                     if name.startswith(f"out-{fmt}"):
                         os.unlink(folder / name)
-            for fmt in ("parquet", "megatron"):
+            for fmt in () if args.no_workers else ("parquet", "megatron"):
                 out_dir = folder / f"dir-{fmt}"
                 measured.append({"run": f"CLI --workers 2 {fmt} ({SHARDS} shards)",
                                  **cli_run(["tokenize", "--model", model, str(shards), "--output-dir", str(out_dir),
