@@ -1,9 +1,11 @@
-"""``python -m benchmarks bulk_cli [--input FILE] [--model MODEL] [--size-mb N] [--rounds N] [--no-workers] [--out DIR]``:
+"""``python -m benchmarks bulk_cli [--input FILE] [--model MODEL] [--size-mb N] [--rounds N]
+[--no-workers | --no-single] [--out DIR]``:
 the bulk job as users run it against the encoder it is built on, on the CPU backend, in
 interleaved rounds. Each round times in-process ``Tokenizer.encode`` over the input's 16 MB chunks
 already in memory (ids brought to numpy), then ``gpu-text tokenize`` in a fresh process, start-up,
 reading and writing included, into Parquet and Megatron, and the same job as 8 shards with
-``--workers 2`` (``--output-dir``; ``--no-workers`` leaves those out): wall seconds, MB/s of input,
+``--workers 2`` (``--output-dir``; ``--no-workers`` leaves those out, ``--no-single`` the
+others): wall seconds, MB/s of input,
 CPU seconds and the peak RSS of each process (``wait4``; with workers, the largest of the job's processes). A CLI run's ratio is to
 the in-process run of its own round, so that a machine whose speed drifts (a shared or throttled
 host) moves both sides of a ratio alike; the summary gives each run's median ratio and range over
@@ -141,10 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size-mb", type=int, default=1024, help="size of the generated input (MiB)")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (in-process, then every CLI run)")
     parser.add_argument("--no-workers", action="store_true", help="only the single-process CLI runs")
+    parser.add_argument("--no-single", action="store_true", help="only the --workers 2 runs")
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if args.no_workers and args.no_single:
+        parser.error("--no-workers and --no-single leave no CLI run to time")
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="gpu-text-bulk-") as scratch:
         folder = Path(scratch)
@@ -158,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         tokenizer, batches = encoded_batches(model, path)
         for round_number in range(1, args.rounds + 1):
             measured = [{"run": "in-process Tokenizer.encode", **in_process(tokenizer, batches)}]
-            for fmt in ("parquet", "megatron"):
+            for fmt in () if args.no_single else ("parquet", "megatron"):
                 out = folder / f"out-{fmt}"
                 measured.append({"run": f"CLI {fmt}", **cli_run(["tokenize", "--model", model, str(path), str(out),
                                                                  "--output-format", fmt])})
