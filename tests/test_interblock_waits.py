@@ -3,14 +3,16 @@
 Without it the emulator runs blocks one after another, so a block only ever waits for blocks that
 have finished: a missing wait or a publish before the data passes every test. Interleaved
 (``EmulatedModule(interleave=K)``), K blocks are resident, start in a seeded shuffled order and
-switch at atomics, coherent loads, fences, barriers and steps, at rates that differ per block.
+switch at atomics, coherent loads, fences, barriers and steps; a block that just changed global
+memory is often held back until the others cannot go on (see tests/cuda_emulator/cuda_emu.h).
 
 Here: the mode's own kernels (tests/cuda_emulator/kernels/interblock.cu) and mutants of them that
-sequential blocks cannot tell apart from the right ones; the library's one-pass tiled kernels
-(decoupled look-back in UTF-8 decoding and BPE, the land-and-join waits of the pre-tokenizer and
-normalizer scans) and the lattice's "last block" pattern, interleaved, against their Numba twins or
-references; and the look-back built with its wait removed (``-DGT_EMU_BREAK_LOOKBACK``), which
-sequential blocks decode right and interleaved ones do not.
+sequential blocks cannot tell apart from the right ones (a missing wait, a count before the data);
+the library's one-pass tiled kernels (decoupled look-back in UTF-8 decoding, BPE and the trie
+search, the land-and-join waits of the pre-tokenizer and normalizer scans) and the segmenter's
+"last block" pattern, interleaved, against their Numba twins or references; and the look-back
+built with its wait removed (``-DGT_EMU_BREAK_LOOKBACK``), which sequential blocks decode right
+and interleaved ones do not.
 """
 from __future__ import annotations
 
@@ -198,7 +200,7 @@ def test_normalize_land_join_and_slots():
     from tests.utf8_inputs import ADVERSARIAL
 
     strings = list(ADVERSARIAL[:12])
-    strings += [b"".join(strings) * 40, b" " * 70_000, ("\u3000\u2460 q" * 15_000).encode()]  # many tiles
+    strings += [b"".join(strings) * 40, b" " * 70_000, ("\u3000\u2460 q" * 15_000).encode()]  # 3 land-join tiles, 746 blocks
     batch = TextBatch.from_strings(strings)
     normalizer = Normalizer("NMT_NFKC_CF", add_dummy_prefix=True)
     want = normalizer.normalize(batch, "cpu")
@@ -208,34 +210,46 @@ def test_normalize_land_join_and_slots():
 
 
 def test_bpe_pre_tokens():
-    from tests.reference import bpe as reference
-    from tests.test_bpe_kernels import random_model, random_pre_tokens
+    """Pre-tokens found from the marks and packed by bpe_pre_tokens' look-back (260 blocks)."""
+    from cpu_fallback import bpe as numba_bpe
+    from tests.test_bpe_kernels import marked_texts, random_model
 
     rng = np.random.default_rng(16)
-    model = random_model(rng, 80, True)
-    data, starts, ends = random_pre_tokens(rng, 3000)  # 12 tiles
-    got = model.encode_pre_tokens(data, starts, ends, interleaved(1))
-    want = reference.bpe_encode(data, starts, ends, *model.trie.arrays("cpu"), model.scores, model.byte_ids,
-                                model.unk_id)
-    assert_same((got.ids, got.starts, got.ends, got.offsets), want)
+    model = random_model(rng, 80, byte_fallback=True)
+    data, offsets, marks = marked_texts(rng, 2000)
+    want = numba_bpe.bpe_encode_rows(data, offsets, marks, *model.device_tables("cpu"))
+    assert_same(model.encode_marked(data, offsets, marks, interleaved(1)), want)
 
 
-def test_lattice_pieces_last_block(monkeypatch):
-    """Long spans cut in pieces: lattice_heads and lattice_finish run in the launch's last block
-    (last_block_done), after every other block's results."""
-    import gpu_text.cuda_ops.lattice as launchers
+def test_trie_prefix_search():
+    """The trie's matches, packed by look-back (lookback_exclusive in cuda/trie.cu)."""
     from gpu_text.trie import DoubleArrayTrie
-    from tests.test_lattice_kernels import ALPHABET, run
+    from tests.test_lattice_kernels import ALPHABET
 
-    monkeypatch.setattr(launchers, "CHUNK_BYTES", 16)
-    monkeypatch.setattr(launchers, "LONG_BYTES", 32)
-    rng = np.random.default_rng(40)
-    words = sorted({"".join(rng.choice(ALPHABET, int(rng.integers(1, 5)))) for _ in range(30)})
+    rng = np.random.default_rng(21)
+    words = sorted({"".join(rng.choice(ALPHABET, int(rng.integers(1, 4)))) for _ in range(40)})
     trie = DoubleArrayTrie.build(words, np.arange(len(words), dtype=np.int32))
-    weights = -rng.integers(0, 6, len(words)).astype(np.float64)
-    texts = ["".join(rng.choice(ALPHABET, int(rng.integers(200, 900)))).encode() for _ in range(8)]
+    texts = ["".join(rng.choice(ALPHABET, int(rng.integers(0, 400)))).encode() for _ in range(200)]
     data = np.frombuffer(b"".join(texts), np.uint8).copy()
     ends = np.cumsum([len(t) for t in texts]).astype(np.int64)
     starts = ends - np.array([len(t) for t in texts], np.int64)
-    want = run(get_backend("cpu"), trie, weights, data, starts, ends, -2.0, 0, 0)
-    assert_same(run(interleaved(2), trie, weights, data, starts, ends, -2.0, 0, 0), want)
+    want = trie.prefix_search_spans(data, starts, ends, "cpu")
+    assert_same(trie.prefix_search_spans(data, starts, ends, interleaved(3)), want)
+
+
+def test_segment_rows_last_block(monkeypatch):
+    """Han runs cut in pieces every 16 bytes: the last block (a count after a fence) of
+    segment_pieces (94 blocks), segment_settle (376) and segment_resolve (188) reads what every
+    other block wrote."""
+    import gpu_text.cuda_ops.segment as launchers
+    from gpu_text.segment import Segmenter
+    from tests.test_segment_kernels import HAN, random_dictionary, run_segment_rows, segment_rows_args
+
+    monkeypatch.setattr(launchers, "CHUNK_BYTES", 16)
+    rng = np.random.default_rng(12)
+    segmenter = Segmenter(random_dictionary(rng, 200))
+    batch = TextBatch.from_strings(["".join(rng.choice(HAN, 2000)) for _ in range(4)] + ["a", ""])
+    cpu = get_backend("cpu")
+    want = cpu.op("segment", "segment_rows")(*segment_rows_args(segmenter, batch, cpu))
+    backend = interleaved(2)
+    assert_same(run_segment_rows(segmenter, segment_rows_args(segmenter, batch, backend), backend), want)
