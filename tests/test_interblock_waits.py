@@ -200,7 +200,8 @@ def test_normalize_land_join_and_slots():
     from tests.utf8_inputs import ADVERSARIAL
 
     strings = list(ADVERSARIAL[:12])
-    strings += [b"".join(strings) * 40, b" " * 70_000, ("\u3000\u2460 q" * 15_000).encode()]  # 3 land-join tiles, 746 blocks
+    # 3 tiles of normalize_chunk_land_join, 746 blocks of normalize_slots
+    strings += [b"".join(strings) * 40, b" " * 70_000, ("\u3000\u2460 q" * 15_000).encode()]
     batch = TextBatch.from_strings(strings)
     normalizer = Normalizer("NMT_NFKC_CF", add_dummy_prefix=True)
     want = normalizer.normalize(batch, "cpu")

@@ -368,8 +368,8 @@ inline int find_own_tls(dl_phdr_info* info, size_t, void*) {
     const ElfW(Phdr)* tls = nullptr;
     for (unsigned i = 0; i < info->dlpi_phnum; ++i) {
         const ElfW(Phdr)& h = info->dlpi_phdr[i];
-        if (h.p_type == PT_LOAD && here >= info->dlpi_addr + h.p_vaddr && here < info->dlpi_addr + h.p_vaddr + h.p_memsz)
-            mine = true;
+        const ElfW(Addr) begin = info->dlpi_addr + h.p_vaddr;
+        if (h.p_type == PT_LOAD && here >= begin && here < begin + h.p_memsz) mine = true;
         if (h.p_type == PT_TLS) tls = &h;
     }
     if (!mine || !tls || !info->dlpi_tls_data) return 0;
@@ -801,7 +801,8 @@ inline unsigned long long claim_block(Launch& L) {
         return bi < L.nblocks ? bi : L.nblocks;
     }
     Interleave& in = L.interleave;
-    while (in.window_count < kStartWindow && in.next_unseen < L.nblocks) in.window[in.window_count++] = in.next_unseen++;
+    while (in.window_count < kStartWindow && in.next_unseen < L.nblocks)
+        in.window[in.window_count++] = in.next_unseen++;
     if (in.window_count == 0) return L.nblocks;
     const unsigned pick = random_below(&in.rng, in.window_count);
     const unsigned long long bi = in.window[pick];

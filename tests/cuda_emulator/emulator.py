@@ -23,8 +23,10 @@ Interleaved blocks: ``EmulatedModule(..., interleave=8)`` (or ``$GPU_TEXT_EMU_IN
 keeps up to 8 blocks resident at once, started in a seeded shuffled order, and interleaves their
 threads: a thread that spins with ``__nanosleep`` lets the other resident blocks run, and atomics,
 ``__ldcg``/``__ldcv``/``__stcg``, ``__threadfence``, ``__syncthreads`` and ``GT_STEP()`` switch to
-another block at random. So a block that waits for another's flag really waits, and one that
-misses a wait reads what is there. The schedule comes from ``interleave_seed`` (a launch argument,
+another block at random; a block that has just changed global memory (a count, a flag) is often
+held back until no other can go on. So a block that waits for another's flag really waits, one
+that misses a wait reads what is there, and one that counts itself done before writing its result
+is read without it. The schedule comes from ``interleave_seed`` (a launch argument,
 else the module's, else ``$GPU_TEXT_EMU_INTERLEAVE_SEED``, else 1) and is reproducible. Only one
 block runs at a time and memory is sequentially consistent: the mode finds missing waits and
 publishes that come too early, not missing fences (``__threadfence``) or ``__ldcg``. Spin-waits
@@ -232,7 +234,8 @@ class EmulatedModule:
         self.stack_kib = int(stack_kib)
         self.interleave = int(interleave if interleave is not None else os.environ.get("GPU_TEXT_EMU_INTERLEAVE", 0))
         if not 0 <= self.interleave <= MAX_RESIDENT:
-            raise ValueError(f"interleave must be 0 (off) or up to {MAX_RESIDENT} resident blocks, got {self.interleave}")
+            raise ValueError(f"interleave must be 0 (off) or up to {MAX_RESIDENT} resident blocks, "
+                             f"got {self.interleave}")
         self.interleave_seed = int(interleave_seed if interleave_seed is not None
                                    else os.environ.get("GPU_TEXT_EMU_INTERLEAVE_SEED", 1))
         cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
