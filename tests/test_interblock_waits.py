@@ -25,7 +25,7 @@ import pytest
 from gpu_text.backend import Backend, get_backend
 from gpu_text.batch import TextBatch
 from gpu_text.kernel_sources import kernel_source_dir, kernel_source_path
-from tests.cuda_emulator.emulator import EmulatedModule, EmulationError
+from tests.cuda_emulator.emulator import EmulatedModule, EmulationError, default_cache_dir
 from tests.test_utf8_kernels import host
 
 pytestmark = pytest.mark.skipif(os.environ.get("GPU_TEXT_SKIP_EMULATION") == "1",
@@ -37,18 +37,21 @@ SEEDS = (1, 2, 3)
 
 
 class InterleavedRuntime:
-    """Kernel runtime with numpy arrays and the library's kernels built for interleaved blocks."""
+    """Kernel runtime with numpy arrays and the library's kernels built for interleaved blocks
+    (``resident`` 0: one after another); ``sources`` replaces some families' ``.cu`` files."""
 
     xp = np
 
-    def __init__(self, seed: int, resident: int = RESIDENT, defines: tuple[str, ...] = ()) -> None:
-        self.seed, self.resident, self.defines = seed, resident, defines
+    def __init__(self, seed: int, resident: int = RESIDENT, defines: tuple[str, ...] = (),
+                 sources: dict[str, Path] | None = None) -> None:
+        self.seed, self.resident, self.defines, self.sources = seed, resident, defines, sources or {}
         self._modules: dict[str, EmulatedModule] = {}
 
     def module(self, family: str) -> EmulatedModule:
         if family not in self._modules:
+            source = self.sources.get(family, kernel_source_path(family))
             self._modules[family] = EmulatedModule(
-                str(kernel_source_path(family)), include_dirs=[str(kernel_source_dir())], defines=self.defines,
+                str(source), include_dirs=[str(kernel_source_dir())], defines=self.defines,
                 interleave=self.resident, interleave_seed=self.seed)
         return self._modules[family]
 
@@ -56,8 +59,29 @@ class InterleavedRuntime:
         return self.module(family).get_function(name)
 
 
-def interleaved(seed: int, resident: int = RESIDENT, defines: tuple[str, ...] = ()) -> Backend:
-    return Backend("cuda-emulated-interleaved", np, InterleavedRuntime(seed, resident, defines))
+def interleaved(seed: int, resident: int = RESIDENT, defines: tuple[str, ...] = (),
+                sources: dict[str, Path] | None = None) -> Backend:
+    return Backend("cuda-emulated-interleaved", np, InterleavedRuntime(seed, resident, defines, sources))
+
+
+def poison_empty_arrays() -> None:
+    """np.empty fills numbers with 0xA5 bytes: memory no kernel wrote is garbage, as on a GPU, not a
+    stale copy of the right answer (a block that reads too early reads that)."""
+    allocate = np.empty
+
+    def poisoned(*args, **kwargs):
+        array = allocate(*args, **kwargs)
+        if array.dtype.kind in "iuf":
+            array.reshape(-1).view(np.uint8).fill(0xA5)
+        return array
+
+    np.empty = poisoned
+
+
+@pytest.fixture(autouse=True)
+def _garbage_in_new_arrays(monkeypatch):
+    monkeypatch.setattr(np, "empty", np.empty)  # undone after the test
+    poison_empty_arrays()
 
 
 def assert_same(got, want) -> None:
@@ -184,30 +208,83 @@ def test_look_back_without_its_wait_is_caught(utf8_batch):
     assert not any(right(interleaved(seed, RESIDENT, broken)) for seed in SEEDS)
 
 
-@pytest.mark.parametrize("config", [("word", "keep", False), ("isolate", "split", True)])
-def test_pretokenize_land_and_join(config):
+def pretokenize_long(backend: Backend | str, config: tuple[str, str, bool] = ("word", "keep", False)) -> tuple:
+    """The pre-token starts of 320 KB of text (pretokenize_land_join: 5 tiles of 256 chunks)."""
     from gpu_text.tokenizer.pre_tokenizer import PreTokenDFA
     from tests.test_pre_tokenizer_kernels import LONG
 
-    batch = TextBatch.from_strings(LONG)  # 320 KB: 5 tiles of 256 chunks
-    dfa = PreTokenDFA.compile(*config)
-    want = get_backend("cpu").op("pre_tokenizer", "pretokenize")(batch.data, batch.offsets, dfa)
-    assert_same(interleaved(2).op("pre_tokenizer", "pretokenize")(batch.data, batch.offsets, dfa), want)
+    batch = TextBatch.from_strings(LONG)
+    backend = get_backend(backend) if isinstance(backend, str) else backend
+    return backend.op("pre_tokenizer", "pretokenize")(batch.data, batch.offsets, PreTokenDFA.compile(*config))
 
 
-def test_normalize_land_join_and_slots():
+def normalize_many_tiles(backend: Backend | str) -> tuple:
+    """Text, row offsets and alignment of strings over 3 tiles of normalize_chunk_land_join (and
+    746 blocks of normalize_slots)."""
     from gpu_text.tokenizer.normalizer import Normalizer
     from tests.utf8_inputs import ADVERSARIAL
 
     strings = list(ADVERSARIAL[:12])
-    # 3 tiles of normalize_chunk_land_join, 746 blocks of normalize_slots
     strings += [b"".join(strings) * 40, b" " * 70_000, ("\u3000\u2460 q" * 15_000).encode()]
-    batch = TextBatch.from_strings(strings)
-    normalizer = Normalizer("NMT_NFKC_CF", add_dummy_prefix=True)
-    want = normalizer.normalize(batch, "cpu")
-    got = normalizer.normalize(batch, interleaved(3))
-    assert_same((got.text.data, got.text.offsets, got.alignment.values),
-                (want.text.data, want.text.offsets, want.alignment.values))
+    out = Normalizer("NMT_NFKC_CF", add_dummy_prefix=True).normalize(TextBatch.from_strings(strings), backend)
+    return out.text.data, out.text.offsets, out.alignment.values
+
+
+@pytest.mark.parametrize("config", [("word", "keep", False), ("isolate", "split", True)])
+def test_pretokenize_land_and_join(config):
+    assert_same(pretokenize_long(interleaved(2), config), pretokenize_long("cpu", config))
+
+
+def test_normalize_land_join_and_slots():
+    assert_same(normalize_many_tiles(interleaved(3)), normalize_many_tiles("cpu"))
+
+
+# A land-and-join scan with its wait removed: what the interleaved blocks make of it, run in a
+# child process, since a join that reads another block's landing before it is written follows
+# garbage and may read far out of bounds (as on a GPU).
+WORKLOADS = {"pre_tokenizer": pretokenize_long, "normalizer": normalize_many_tiles}
+LAND_WAITS = {
+    "pre_tokenizer": "            while (atomicAdd(&order[tile], 0ull) == 0) __nanosleep(64);\n",
+    "normalizer": "        while (tile > 0 && atomicAdd(&order[tile], 0ull) == 0) __nanosleep(64);\n",
+}
+CHILD = """
+import sys
+from pathlib import Path
+from tests.test_interblock_waits import outcome_without_wait
+print(outcome_without_wait(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
+"""
+
+
+def outcome_without_wait(family: str, source: Path, resident: int, seed: int) -> str:
+    """"right" or "wrong": the family's workload with the kernel file `source`, against the CPU's."""
+    poison_empty_arrays()
+    got = WORKLOADS[family](interleaved(seed, resident, sources={family: source}))
+    want = WORKLOADS[family]("cpu")
+    return "right" if all(np.array_equal(host(g), host(w)) for g, w in zip(got, want)) else "wrong"
+
+
+@pytest.mark.parametrize("family", sorted(LAND_WAITS))
+def test_land_join_without_its_wait_is_caught(family):
+    """Right when blocks run one after another; under interleaving the join reads a landing not
+    yet written: a wrong result or a crash, for every seed tried."""
+    import subprocess
+    import sys
+
+    source = kernel_source_path(family).read_text()
+    assert source.count(LAND_WAITS[family]) == 1, "the wait this test removes has changed; update LAND_WAITS"
+    # beside the emulator's builds, at a fixed path: the library is built once, then reused
+    broken = default_cache_dir() / "mutants" / f"{family}_without_land_wait.cu"
+    broken.parent.mkdir(parents=True, exist_ok=True)
+    partial = broken.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(source.replace(LAND_WAITS[family], ""))
+    os.replace(partial, broken)  # whole, for test processes that share the cache
+    assert outcome_without_wait(family, broken, 0, 1) == "right"
+    for seed in SEEDS[:2]:
+        child = subprocess.run([sys.executable, "-c", CHILD, family, str(broken), str(RESIDENT), str(seed)],
+                               capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], timeout=600)
+        outcome = child.stdout.strip() if child.returncode == 0 else f"crashed (exit {child.returncode})"
+        print(f"{family} without its land wait, seed {seed}: {outcome}")
+        assert outcome != "right", (seed, child.stderr[-2000:])
 
 
 def test_bpe_pre_tokens():
