@@ -20,10 +20,6 @@ from numba import njit
 
 from .jit import INLINE, JIT, NOREF
 
-# the encoder's state, one int64 array: the output position, the values waiting for their group of
-# eight, where the open bit-packed run's header byte is (-1: none), its groups, the pending run
-POS, WAITING, HEADER, GROUPS, RUN_VALUE, RUN_COUNT, PENDING = 0, 1, 2, 3, 4, 5, 6
-STATE_SIZE = PENDING + 8
 MAX_GROUPS = 63  # groups of a bit-packed run: its header, (63 << 1) | 1, stays one byte
 
 
@@ -38,93 +34,99 @@ def _varint(out, pos, value):
 
 
 @njit(**INLINE)
-def _flush_group(out, state, width):
-    """Bit-pack the eight waiting values into the open bit-packed run (opening one if needed)."""
-    pos = state[POS]
-    if state[HEADER] < 0 or state[GROUPS] == MAX_GROUPS:
-        state[HEADER] = pos
-        state[GROUPS] = 0
-        pos += 1
-    bits = np.uint64(0)
-    filled = 0
-    for k in range(8):
-        bits |= np.uint64(state[PENDING + k]) << np.uint64(filled)
-        filled += width
-        while filled >= 8:
-            out[pos] = np.uint8(bits & np.uint64(0xFF))
-            bits >>= np.uint64(8)
-            filled -= 8
-            pos += 1
-    state[GROUPS] += 1
-    out[state[HEADER]] = (state[GROUPS] << 1) | 1
-    state[WAITING] = 0
-    state[POS] = pos
-
-
-@njit(**INLINE)
-def _literal(out, state, value, width):
-    state[PENDING + state[WAITING]] = value
-    state[WAITING] += 1
-    if state[WAITING] == 8:
-        _flush_group(out, state, width)
-
-
-@njit(**NOREF)
-def _emit_run(out, state, value, count, width):
-    """``count`` copies of ``value``: into the waiting group until it is full, then as one RLE run
-    when eight or more are left (closing the bit-packed run), else as single values."""
-    while count > 0 and state[WAITING] != 0:
-        _literal(out, state, value, width)
-        count -= 1
-    if count >= 8:
-        state[HEADER] = -1
-        pos = _varint(out, state[POS], count << 1)
-        for b in range((width + 7) // 8):
-            out[pos] = (value >> (8 * b)) & 0xFF
-            pos += 1
-        state[POS] = pos
-        count = 0
-    for _ in range(count):
-        _literal(out, state, value, width)
-
-
-@njit(**INLINE)
-def _run(out, state, value, count, width):
-    """Add ``count`` copies of ``value``, joined with the pending run while the value repeats."""
-    if state[RUN_COUNT] > 0 and state[RUN_VALUE] != value:
-        _emit_run(out, state, state[RUN_VALUE], state[RUN_COUNT], width)
-        state[RUN_COUNT] = 0
-    state[RUN_VALUE] = value
-    state[RUN_COUNT] += count
-
-
-@njit(**NOREF)
-def _start(out, state, pos):
-    state[POS] = pos
-    state[WAITING] = 0
-    state[HEADER] = -1
-    state[GROUPS] = 0
-    state[RUN_COUNT] = 0
-
-
-@njit(**NOREF)
-def _finish(out, state, width):
-    """Emit the pending run and the last group (padded with zeros: the page's entry count tells a
-    reader where the values end); returns the end position."""
-    if state[RUN_COUNT] > 0:
-        _emit_run(out, state, state[RUN_VALUE], state[RUN_COUNT], width)
-        state[RUN_COUNT] = 0
-    if state[WAITING] > 0:
-        for k in range(state[WAITING], 8):
-            state[PENDING + k] = 0
-        _flush_group(out, state, width)
-    return state[POS]
-
-
-@njit(**INLINE)
 def _put_u32(out, pos, value):
     for b in range(4):
         out[pos + b] = (value >> (8 * b)) & 0xFF
+
+
+# The level streams' encoder keeps its state in local variables, passed in and returned as tuples
+# by the inlined steps below (LLVM keeps them in registers): in an int64 array, every byte stored
+# to ``out`` made it reload the state (the levels took 1.4 times as long). The state: the
+# output position, the open bit-packed run's header byte (-1: none) and its groups, the values
+# waiting for their group of eight (their count and their bits).
+
+
+@njit(**INLINE)
+def _put_group(out, pos, header, groups, bits, width):
+    """The eight waiting values (``bits``) as a group of the open bit-packed run (opening one if
+    needed); returns the new position, header and groups."""
+    if header < 0 or groups == MAX_GROUPS:
+        header = pos
+        groups = 0
+        pos += 1
+    for b in range(width):  # eight values of ``width`` bits: ``width`` bytes
+        out[pos] = (bits >> (8 * b)) & 0xFF
+        pos += 1
+    groups += 1
+    out[header] = (groups << 1) | 1
+    return pos, header, groups
+
+
+@njit(**INLINE)
+def _emit_run(out, pos, header, groups, waiting, bits, value, count, width):
+    """``count`` copies of ``value`` (a level: one byte): into the waiting group until it is
+    full, then as one RLE run when eight or more are left (closing the bit-packed run), else as
+    waiting values; returns the new state."""
+    while count > 0 and waiting != 0:
+        bits |= value << (waiting * width)
+        waiting += 1
+        count -= 1
+        if waiting == 8:
+            pos, header, groups = _put_group(out, pos, header, groups, bits, width)
+            waiting = 0
+            bits = 0
+    if count >= 8:
+        header = -1
+        pos = _varint(out, pos, count << 1)
+        out[pos] = value
+        pos += 1
+        count = 0
+    for _ in range(count):  # fewer than eight, and no value waiting before them
+        bits |= value << (waiting * width)
+        waiting += 1
+    return pos, header, groups, waiting, bits
+
+
+@njit(**NOREF)
+def _levels(offsets, first, last, out, pos, width):
+    """The repetition levels (``width`` 1) or the definition levels (``width`` 2) of rows
+    ``first:last``, after their 4-byte length at ``pos``; returns the end position. Equal levels
+    are joined into one pending run before they are emitted (a run of rows of one token is one
+    run of definition levels 3). The last group is padded with zeros: the page's entry count
+    tells a reader where the levels end."""
+    start = pos
+    pos += 4
+    header, groups, waiting, bits = -1, 0, 0, 0
+    pending, count = 0, 0  # the pending run: its level and length
+    for r in range(first, last):
+        n = offsets[r + 1] - offsets[r]
+        if width == 1:  # 0 starts a row, 1 continues it
+            if count > 0 and pending != 0:
+                pos, header, groups, waiting, bits = _emit_run(out, pos, header, groups, waiting, bits, pending,
+                                                               count, width)
+                count = 0
+            pending = 0
+            count += 1
+            if n > 1:
+                pos, header, groups, waiting, bits = _emit_run(out, pos, header, groups, waiting, bits, 0, count,
+                                                               width)
+                pending = 1
+                count = n - 1
+        else:  # 3 for a token, 1 for an empty (present) list
+            level, length = (1, 1) if n == 0 else (3, n)
+            if count > 0 and pending != level:
+                pos, header, groups, waiting, bits = _emit_run(out, pos, header, groups, waiting, bits, pending,
+                                                               count, width)
+                count = 0
+            pending = level
+            count += length
+    if count > 0:
+        pos, header, groups, waiting, bits = _emit_run(out, pos, header, groups, waiting, bits, pending, count,
+                                                       width)
+    if waiting > 0:
+        pos, header, groups = _put_group(out, pos, header, groups, bits, width)
+    _put_u32(out, start, pos - start - 4)
+    return pos
 
 
 @njit(**INLINE)
@@ -134,24 +136,25 @@ def _pack_eight(values, k, width, out, pos):
     bytes, a constant count of byte stores that LLVM merges into two words; the next group
     overwrites all but this one's ``width``, so ``out`` needs 16 bytes of room after the group
     (:func:`page_bytes_bound` has them). 3.5 times faster than a value at a time with its bytes
-    counted out (:func:`_pack_tail`), and the ids are most of a page."""
+    counted out (:func:`_pack_tail`), and the ids are most of a page. ``k`` and ``pos`` are
+    unsigned (``np.uint64``): a signed index costs each load and store Numba's negative-index
+    check, which also keeps LLVM from merging the stores (twice the time of the whole loop)."""
     shift = np.uint64(width)
     low = np.uint64(0)
     high = np.uint64(0)
     for j in range(4):
-        low |= np.uint64(values[k + j]) << (shift * np.uint64(j))
-        high |= np.uint64(values[k + 4 + j]) << (shift * np.uint64(j))
+        low |= np.uint64(values[k + np.uint64(j)]) << (shift * np.uint64(j))
+        high |= np.uint64(values[k + np.uint64(4 + j)]) << (shift * np.uint64(j))
     # the group's bits: low's 4 * width, then high's; two shifts by 2 * width, as one by 64 (width
     # 16) would be undefined
     half = shift * np.uint64(2)
     first = low | ((high << half) << half)
     second = high >> (np.uint64(64) - shift * np.uint64(4))
-    target = out[pos:pos + 16]
     for b in range(8):  # one word's bytes, then the other's: interleaved, LLVM does not merge them
-        target[b] = np.uint8((first >> np.uint64(8 * b)) & np.uint64(0xFF))
+        out[pos + np.uint64(b)] = np.uint8((first >> np.uint64(8 * b)) & np.uint64(0xFF))
     for b in range(8):
-        target[8 + b] = np.uint8((second >> np.uint64(8 * b)) & np.uint64(0xFF))
-    return pos + width
+        out[pos + np.uint64(8 + b)] = np.uint8((second >> np.uint64(8 * b)) & np.uint64(0xFF))
+    return pos + shift
 
 
 @njit(**INLINE)
@@ -180,13 +183,12 @@ def _pack_tail(values, k, last, width, out, pos):
 
 @njit(**NOREF)
 def _pack_groups(values, k, groups, width, out, pos):
-    """``groups`` whole groups from ``values[k]`` by :func:`_pack_eight`. The groups are indexed
-    from 0 in a view: ``k + 8 * group``, of unknown sign to LLVM, cost every load a negative-index
-    check, 2.5 times the loop's time."""
-    whole = values[k:k + 8 * groups]
+    """``groups`` whole groups from ``values[k]`` by :func:`_pack_eight`; returns the end position."""
+    at = np.uint64(pos)
+    start = np.uint64(k)
     for group in range(groups):
-        pos = _pack_eight(whole, 8 * group, width, out, pos)
-    return pos
+        at = _pack_eight(values, start + np.uint64(8 * group), width, out, at)
+    return np.int64(at)
 
 
 @njit(**NOREF)
@@ -222,29 +224,11 @@ def encode_pages(values, offsets, page_rows, width, out, page_ends):
     >>> out[:int(ends[0])].tolist()  # levels 0,1,0,0 and 3,3,1,3, values 5,6,7: a padded group each
     [2, 0, 0, 0, 3, 2, 3, 0, 0, 0, 3, 223, 0, 3, 3, 245, 1, 0]
     """
-    state = np.zeros(STATE_SIZE, np.int64)
     pos = 0
     for p in range(page_rows.size - 1):
         first, last = page_rows[p], page_rows[p + 1]
-        _start(out, state, pos + 4)  # the repetition levels, after their 4-byte length
-        for r in range(first, last):
-            n = offsets[r + 1] - offsets[r]
-            _run(out, state, 0, 1, 1)
-            if n > 1:
-                _run(out, state, 1, n - 1, 1)
-        end = _finish(out, state, 1)
-        _put_u32(out, pos, end - pos - 4)
-        pos = end
-        _start(out, state, pos + 4)  # the definition levels
-        for r in range(first, last):
-            n = offsets[r + 1] - offsets[r]
-            if n == 0:
-                _run(out, state, 1, 1, 2)
-            else:
-                _run(out, state, 3, n, 2)
-        end = _finish(out, state, 2)
-        _put_u32(out, pos, end - pos - 4)
-        pos = end
+        pos = _levels(offsets, first, last, out, pos, 1)
+        pos = _levels(offsets, first, last, out, pos, 2)
         if width > 0:
             out[pos] = width
             pos = _pack_values(values, offsets[first], offsets[last], width, out, pos + 1)
