@@ -1344,7 +1344,7 @@ inline void shared_store(T* p, T v) {
     maybe_switch_block();
     *p = v;
     note_progress();
-    if (tl_slot != kNoSlot) tl_launch->interleave.published[tl_slot] = true;
+    if (tl_slot != kNoSlot && !is_shared_memory(p)) tl_launch->interleave.published[tl_slot] = true;
 }
 }  // namespace cuemu
 template <class T> inline T __ldg(const T* p) { return *p; }
