@@ -100,3 +100,35 @@ def test_a_stream_read_into_the_buffer_is_the_bytes_written(tmp_path, monkeypatc
     expected = b"x" + scratch + b"yz"
     assert (tmp_path / "f.bin").read_bytes() == expected
     assert known_sha256(str(tmp_path / "f.bin")) == hashlib.sha256(expected).hexdigest()
+
+
+@pytest.mark.parametrize("direct", ["1", "0"])
+def test_bytes_put_into_the_buffers_space_are_the_bytes_written(tmp_path, monkeypatch, direct):
+    # space()/commit() mixed with write(), across flushes, with the digest of a job
+    import hashlib
+
+    monkeypatch.setenv(DIRECT_VAR, direct)
+    rng = np.random.default_rng(3)
+    path = tmp_path / "s.bin"
+    expected = bytearray()
+    with direct_file.digests_kept():
+        out = DirectFile(str(path), buffer_bytes=2 * BLOCK)
+        for step in range(60):
+            if step % 3 == 0:
+                piece = rng.integers(0, 256, int(rng.integers(0, 3 * BLOCK)), dtype=np.uint8).tobytes()
+                out.write(piece)
+                expected += piece
+                continue
+            room = out.space()
+            assert room.size >= 1
+            size = int(rng.integers(0, room.size + 1))
+            room[:size] = rng.integers(0, 256, size, dtype=np.uint8)
+            expected += room[:size].tobytes()
+            out.commit(size)
+        del room  # no view of the buffer may outlive the file: it closes with it
+        with pytest.raises(ValueError, match="free"):
+            out.commit(out.space().size + 1)
+        assert out.tell() == len(expected)
+        out.close()
+    assert path.read_bytes() == bytes(expected)
+    assert direct_file.known_sha256(str(path)) == hashlib.sha256(expected).hexdigest()

@@ -156,3 +156,24 @@ def test_bytes_match_megatron_core(tmp_path):
     dataset = indexed.IndexedDataset(str(tmp_path / "ours"))
     assert [dataset[i].tolist() for i in range(len(dataset))] == [r for r in with_eod(expected_ids(), eos) if r]
     assert dataset.document_indices.tolist() == [0, 1, 1, 2, 3, 4]
+
+
+def test_tokens_longer_than_the_output_buffer(tmp_path, monkeypatch):
+    # the tokens are narrowed into .bin's buffer a buffer's worth at a time; an id that does not
+    # fit is found in any piece
+    import gpu_text.outputs.direct_file as direct_file
+
+    monkeypatch.setattr(direct_file.DirectFile.__init__, "__defaults__", (direct_file.BLOCK,))
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 1000, 3 * direct_file.BLOCK + 123).astype(np.int32)
+    offsets = np.array([0, 5, 5, values.size - 7, values.size])
+    writer = MegatronWriter(str(tmp_path / "t.bin"), str(tmp_path / "t.idx"), vocab_size=1000)
+    writer.write(RaggedArray(values, offsets), None, None)
+    assert writer.close() == 4
+    assert np.array_equal(np.fromfile(tmp_path / "t.bin", "<u2"), values)
+    assert [d.tolist() for d in read_megatron(tmp_path / "t").documents()] == RaggedArray(values, offsets).to_pylist()
+    values[2 * direct_file.BLOCK] = 1000
+    writer = MegatronWriter(str(tmp_path / "u.bin"), str(tmp_path / "u.idx"), vocab_size=1000)
+    with pytest.raises(ValueError, match="token id 1000 does not fit"):
+        writer.write(RaggedArray(values, offsets), None, None)
+    writer.discard()

@@ -137,6 +137,30 @@ class DirectFile:
             if self.filled == self.bytes.size:
                 self._flush(self.filled)
 
+    def space(self) -> np.ndarray:
+        """The free part of the aligned buffer (never empty), for a caller to write its bytes into
+        directly rather than into an array of its own that :meth:`write` would copy; then
+        :meth:`commit` says how many it wrote. The view must be gone by :meth:`close` (the
+        buffer is unmapped there).
+
+        >>> import tempfile
+        >>> out = DirectFile(os.path.join(tempfile.mkdtemp(), "t.bin"), buffer_bytes=BLOCK)
+        >>> room = out.space(); room[:3] = [1, 2, 3]; out.commit(3); out.space().size, out.tell()
+        (4093, 3)
+        """
+        return self.bytes[self.filled:]
+
+    def commit(self, size: int) -> None:
+        """Take the first ``size`` bytes of :meth:`space` as written."""
+        if not 0 <= size <= self.bytes.size - self.filled:
+            raise ValueError(f"commit of {size} bytes, but the buffer has {self.bytes.size - self.filled} free")
+        if self.digest is not None:
+            self.digest.update(self.bytes[self.filled:self.filled + size])
+        self.filled += size
+        self.written += size
+        if self.filled == self.bytes.size:
+            self._flush(self.filled)
+
     def tell(self) -> int:
         return self.written
 

@@ -108,21 +108,22 @@ class MegatronWriter:
         self.sequences = self.documents = 0
 
     def write(self, ids: RaggedArray, starts: RaggedArray | None, ends: RaggedArray | None) -> None:
-        """Append the rows of ``ids`` (host arrays), a document each; spans are not stored."""
+        """Append the rows of ``ids`` (host arrays), a document each; spans are not stored. An id
+        that does not fit the token dtype is an error that leaves the dataset part-written (the
+        caller discards it)."""
         from gpu_text.backend import get_backend
 
         values, lengths = np.ascontiguousarray(ids.values, np.int32), np.asarray(ids.lengths)
-        tokens = np.empty(values.size, self.dtype)
-        bad = int(get_backend("cpu").op("token_ids", "narrow_ids")(values, self.limit, tokens))
-        if bad >= 0:
-            raise ValueError(f"token id {values[bad]} does not fit this dataset's {self.dtype} tokens "
-                             f"(vocabulary of {self.limit} ids)")
-        if self.eod_id is not None:
+        start = self.bin.tell()
+        if self.eod_id is None:
+            self._write_tokens(values)
+        else:
+            tokens = np.empty(values.size, self.dtype)
+            self._check(values, get_backend("cpu").op("token_ids", "narrow_ids")(values, self.limit, tokens))
             tokens, lengths = append_to_rows(tokens, lengths, self.eod_id)
+            self.bin.write(memoryview(tokens))  # no bytes copy of the tokens
         if lengths.size and int(lengths.max()) > _MAX_LENGTH:
             raise ValueError(f"a document of {int(lengths.max())} tokens is longer than an index entry holds")
-        start = self.bin.tell()
-        self.bin.write(memoryview(tokens))  # no bytes copy of the tokens
         present = lengths > 0
         kept = lengths[present].astype(np.int64)
         self.lengths.write(kept.astype("<i4").tobytes())
@@ -131,6 +132,27 @@ class MegatronWriter:
         self.document_index.write((self.sequences + np.cumsum(present, dtype=np.int64)).astype("<i8").tobytes())
         self.sequences += int(present.sum())
         self.documents += int(lengths.size)
+
+    def _write_tokens(self, values: np.ndarray) -> None:
+        """``values`` narrowed to the token dtype straight into ``.bin``'s aligned buffer, a
+        buffer's worth at a time: no array of tokens to allocate (and fault in) and copy again."""
+        from gpu_text.backend import get_backend
+
+        narrow = get_backend("cpu").op("token_ids", "narrow_ids")
+        size = self.dtype.itemsize
+        at = 0
+        while at < values.size:
+            room = self.bin.space()
+            take = min(values.size - at, room.size // size)  # the buffer holds whole tokens only: take >= 1
+            piece = values[at:at + take]
+            self._check(piece, narrow(piece, self.limit, room[:take * size].view(self.dtype)))
+            self.bin.commit(take * size)
+            at += take
+
+    def _check(self, values: np.ndarray, bad: int) -> None:
+        if bad >= 0:
+            raise ValueError(f"token id {values[bad]} does not fit this dataset's {self.dtype} tokens "
+                             f"(vocabulary of {self.limit} ids)")
 
     def close(self) -> int:
         """Finish ``.bin`` and write ``.idx``; returns the number of documents written."""
