@@ -55,6 +55,9 @@ _UTF8_STATS = ("utf8.utf8_string_stats: u1[] i8[]", "utf8._decode_into: u1[] i8[
 # a corpus's words counted (word2vec and LDA read their corpus alike)
 _COUNT_TOKENS = ("word2vec_vocab.count_tokens: u1[] i8[] i8[] i8[] i8 i8 i4[] i8[] u1[] i8[] i8[] i8[] u8[] i8[] "
                  "i8 i8 i8 i8")
+# a document's normalized rows (the tokenizers' normalizer, called from Python)
+_NORMALIZE_ROWS = ("normalizer._rows: i8 i8 i4[] i4[] u1[] u1[] u1[] i8[] u1[] i8[] u1[] i8 i8 i8[] u1[] i8[] b1 b1 "
+                   "i4[] i8[]")
 _LATTICE = ("trie._span_matches: i4[] i4[] u1[] u1[] u1[]{model} i8[] i8[] i8[] i8[] i8[] i4[] b1",
             "lattice._route_spans: u1[]{model} i8[] i8[] i8[] i8[] i4[] i8[] f8[] f8 i8 i8 i8[] f8[] i8[] i4[]",
             "lattice._emit_spans: i8[] i8[] i8[] i8[] i4[] i8[] i8[] i8[] i4[]")
@@ -63,17 +66,19 @@ _LATTICE = ("trie._span_matches: i4[] i4[] u1[] u1[] u1[]{model} i8[] i8[] i8[] 
 # several (the command line's gpu_text.warmup.ahead_plans says which). Measured on two cores, an
 # empty cache (python -m benchmarks cold_start): each plan's ``there`` is about half the compiling.
 PLANS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    # here the normalizer and the model's tables (trie, merge tables); there the line splitter
-    # (the input is read after the model) and the row encoder
-    "tokenize-bpe": ((_NORMALIZE_ROW,), (
-        *_LINES,
+    # here the normalizer, the line splitter (the input is read after the model) and the model's
+    # tables (trie, merge tables); there the row encoder
+    "tokenize-bpe": ((_NORMALIZE_ROW, *_LINES), (
         "bpe.encode_pre_token: u1[] i8 i8 f4[] u8[] i4[] u8[] i4[] u8[] i4[] i4[] i4[] i4[] i8[,] i8 i8[] i4[] i4[] "
         "f4[]",
         "tokenizer._encode_rows: u1[] i8[] i8 i8 (i4[] i4[] u1[] u1[] u1[] i8[]) u1[] i8 i8 i8 i4[] i4[,] u1[] u4 f4[] "
         "u8[] i4[] u8[] i4[] u8[] i4[] i4[] i4[] i4 b1 (i4[] i4[] u1[] u1[]) i8[,] (i8[,] i4[,] i4[,] f4[,])")),
-    # here the model's tries and the normalizer; there the line splitter, the pre-tokenizer, the lattice
-    "tokenize-bytepiece": ((), (
-        *_LINES,
+    # here the line splitter, the lattice's tokens (otherwise compiled after the lattice) and the
+    # model's tries; there the normalizer's rows, the pre-tokenizer, the lattice
+    "tokenize-bytepiece": ((*_LINES,
+                            "lattice_tokens._kinds: u1[] i8[] i8[] i8[] i4[] i8 i4 b1[] i8[] i4[] i4[] u1[] u1[]",
+                            "lattice_tokens._write: u1[] i8[] i8[] i4[] i8[] i4[] i4[] i8[] i8[]"), (
+        _NORMALIZE_ROWS,
         "pre_tokenizer._cuts: i8 i8 u1[] i8[] u1[,] u4 u1[]",
         "pre_tokenizer._scan: i8 i8 u1[] i8[] i8[] i4[,] u1[] u4 u1[]",
         *(k.format(model="") for k in _LATTICE))),
@@ -90,8 +95,11 @@ PLANS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         "segment.forward_longest_match: u1[] i8[] i8[] i8[] i8[] i4[] i8[]",
         "segment._route: u1[] i8[] i8[] i8[] i8[] i4[] i8[] f8[] f8 f8 b1 i8[] f8[] i8[] i4[]",
         "segment._emit: i8[] i8[] i8[] i8[] i4[] i8[] i8[] i4[]")),
-    # here reading, normalizing, pre-tokenizing and counting; there the merges and the model's tables
+    # here reading, pre-tokenizing and counting; there the normalizer's rows (needed once the
+    # normalizer's trie is built and the input read: the child has them by then), the merges and the
+    # model's tables
     "train-bpe": ((), (
+        _NORMALIZE_ROWS,
         *_UTF8_STATS, "bpe_trainer.new_seen_table: ", "merge_tables.empty_table: i8",
         "bpe_trainer.build_pairs: i4[] i4[] i8[] i8 i8 u8[] i4[] i4[] i4[] i4[] i4[] i8[] i4[] i4[] i1[] i4[] i4[] "
         "i4[] i8[]",
@@ -106,13 +114,22 @@ PLANS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         "bytepiece_trainer.cxx_iteration_order: u8[] i8[] i8[]",
         *(k.format(model="!") for k in _LATTICE),
         "bytepiece_trainer.cxx_sort_by_count: i8[]")),
-    # here reading, normalizing, pre-tokenizing and counting; there the seeds and EM
+    # here reading, pre-tokenizing and counting; there the normalizer's rows (as for train-bpe), the
+    # seeds and EM
     "train-unigram": ((), (
+        _NORMALIZE_ROWS,
         *_UTF8_STATS, "unigram_trainer.run_ends: i4[] i8[]", "unigram_trainer.lcp_capped: i4[] i8[] i8[] i8",
         "unigram_trainer.seed_nodes: i8[] i8[] i8[] f8[] i8 f8 i8[] i8[] i8[] f8[]",
         "unigram_trainer.build_edges: i4[] i8[] i8[] i8[] i8[] i8[]",
         "unigram_trainer.e_step: i8[] f8[] i8[] i2[] i4[] f8[] f8 i8 i8 f8[]",
         "unigram_trainer.compact_edges: i8[] i2[] i4[] i8[]")),
+    # here the line splitter and the small steps around the segmenter (its dictionary's trie is built
+    # here too, first); there the chunk segmenter, half the compiling
+    "segment": (_LINES + ("segment._packed_nodes: i4[] i4[] u1[] u1[]", "segment._three_byte_slots: i4[] i4[] u1[]",
+                          "segment._compact: i8[] i8[] i8[] i4[] i4[] i4[] i8[] i8[] i4[]",
+                          "segment_output._joined_size: i8[] i8[] i8[] i8[]",
+                          "segment_output._fill: u1[] i8[] i8[] i8[] i8[] u1 u1[]"), (
+        "segment._chunk_words: i4[,] i4[] u1[] i8[] i8 i8 f8[] f8 f8 b1 i4[] i4[] i4[] i8[]",)),
     # here the gradient's scatters and the optimiser's vector steps (otherwise compiled after the
     # forward-backward pass) while reading; there the forward-backward pass, half the compiling
     "crf-train": (("crf._unigram_scatter: f8[,] i4[] i8[] i8[] f8[,] f8 f8[,]",

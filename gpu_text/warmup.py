@@ -141,6 +141,8 @@ def ahead_plans(args: Any) -> tuple[str, ...]:
         plans.append(f"train-{getattr(args, 'method', 'bpe')}")
     elif command == "train-dict":
         plans.append("train-dict")
+    elif command == "segment" and getattr(args, "compat", None) is None:  # jieba's lattice: other kernels
+        plans.append("segment")
     elif command in ("crf", "word2vec", "lda") and getattr(args, f"{command}_command", None) == "train":
         # CRF's stochastic gradient descent has no quasi-Newton steps for this process to compile
         if not (command == "crf" and getattr(args, "algorithm", None) == "sgd-l1"):

@@ -30,6 +30,7 @@ PLAN_RUNS = {
     "train-unigram": [WARMUPS["train-tokenizer"][1]],
     "train-bytepiece": [BYTEPIECE_TRAIN],
     "train-dict": [WARMUPS["train-dict"][0]],
+    "segment": [WARMUPS["segment"][0]],
     "crf-train": [WARMUPS["crf"][0]],
     "word2vec-train": [WARMUPS["word2vec"][0]],
     "lda-train": [WARMUPS["lda"][0]],
