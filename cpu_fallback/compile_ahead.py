@@ -66,9 +66,11 @@ _LATTICE = ("trie._span_matches: i4[] i4[] u1[] u1[] u1[]{model} i8[] i8[] i8[] 
 # several (the command line's gpu_text.warmup.ahead_plans says which). Measured on two cores, an
 # empty cache (python -m benchmarks cold_start): each plan's ``there`` is about half the compiling.
 PLANS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    # here the normalizer, the line splitter (the input is read after the model) and the model's
-    # tables (trie, merge tables); there the row encoder
-    "tokenize-bpe": ((_NORMALIZE_ROW, *_LINES), (
+    # here the normalizer and the model's tables (trie, merge tables); there the line splitter
+    # (the input is read after the model) and the row encoder. This process's half is the longer
+    # (11.5 s against 11.0 on a first run): the line splitter here made it longer still
+    "tokenize-bpe": ((_NORMALIZE_ROW,), (
+        *_LINES,
         "bpe.encode_pre_token: u1[] i8 i8 f4[] u8[] i4[] u8[] i4[] u8[] i4[] i4[] i4[] i4[] i8[,] i8 i8[] i4[] i4[] "
         "f4[]",
         "tokenizer._encode_rows: u1[] i8[] i8 i8 (i4[] i4[] u1[] u1[] u1[] i8[]) u1[] i8 i8 i8 i4[] i4[,] u1[] u4 f4[] "
@@ -95,11 +97,9 @@ PLANS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         "segment.forward_longest_match: u1[] i8[] i8[] i8[] i8[] i4[] i8[]",
         "segment._route: u1[] i8[] i8[] i8[] i8[] i4[] i8[] f8[] f8 f8 b1 i8[] f8[] i8[] i4[]",
         "segment._emit: i8[] i8[] i8[] i8[] i4[] i8[] i8[] i4[]")),
-    # here reading, pre-tokenizing and counting; there the normalizer's rows (needed once the
-    # normalizer's trie is built and the input read: the child has them by then), the merges and the
-    # model's tables
+    # here reading, normalizing, pre-tokenizing and counting; there the merges and the model's tables
+    # (the longer half already: the normalizer's rows there made this process wait 5.8 s)
     "train-bpe": ((), (
-        _NORMALIZE_ROWS,
         *_UTF8_STATS, "bpe_trainer.new_seen_table: ", "merge_tables.empty_table: i8",
         "bpe_trainer.build_pairs: i4[] i4[] i8[] i8 i8 u8[] i4[] i4[] i4[] i4[] i4[] i8[] i4[] i4[] i1[] i4[] i4[] "
         "i4[] i8[]",
@@ -114,8 +114,8 @@ PLANS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         "bytepiece_trainer.cxx_iteration_order: u8[] i8[] i8[]",
         *(k.format(model="!") for k in _LATTICE),
         "bytepiece_trainer.cxx_sort_by_count: i8[]")),
-    # here reading, pre-tokenizing and counting; there the normalizer's rows (as for train-bpe), the
-    # seeds and EM
+    # here reading, pre-tokenizing and counting; there the normalizer's rows (needed once the
+    # normalizer's trie is built and the input read: the child has them by then), the seeds and EM
     "train-unigram": ((), (
         _NORMALIZE_ROWS,
         *_UTF8_STATS, "unigram_trainer.run_ends: i4[] i8[]", "unigram_trainer.lcp_capped: i4[] i8[] i8[] i8",
