@@ -8,10 +8,11 @@ pays it once, ahead of time. :func:`warmup` runs every chosen command through
 it compiles exactly what the commands compile, for the same argument types, and nothing else.
 
 A first run on an empty cache compiles on two cores where it can: for the commands that compile
-longest (``tokenize``, ``train-tokenizer``, ``train-dict``), :func:`compile_notice` starts a
-second process that compiles the command's later kernels while this one compiles the earlier ones
-(:func:`ahead_plans`, ``cpu_fallback/compile_ahead.py``; ``$GPU_TEXT_COMPILE_AHEAD=0`` turns it
-off). ``python -m benchmarks cold_start`` measures every command's first and second run.
+longest (``tokenize``, ``train-tokenizer``, ``train-dict``, ``segment``, ``crf train``,
+``word2vec train``, ``lda train``), :func:`compile_notice` starts a second process that compiles
+some of the command's kernels while this one compiles the others (:func:`ahead_plans`,
+``cpu_fallback/compile_ahead.py``; ``$GPU_TEXT_COMPILE_AHEAD=0`` turns it off). ``python -m
+benchmarks cold_start`` measures every command's first and second run.
 
 Where the compiled code goes (Numba's own choice, in this order):
 
