@@ -4,6 +4,7 @@ both write the bytes of one process, a forked worker uses its own share of Numba
 forked worker dies with its parent."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -144,3 +145,36 @@ def test_a_model_the_options_cannot_use_is_refused_before_any_output(tmp_path, s
     assert done.returncode == 2
     assert f"{model}: the model has no eos piece, so --append-eod" in done.stderr  # the model named, not a worker
     assert not out.exists()
+
+
+PRELOAD_THEN_ENCODE = """
+import json, sys
+from numba.core.registry import CPUDispatcher
+from gpu_text.demo import MODEL
+from gpu_text.documents import iter_documents
+from gpu_text.jobs import ShardSettings
+from gpu_text.jobs.workers import ShardWorker
+
+def loaded():
+    return {(name, key): len(value.overloads) for name, module in list(sys.modules.items())
+            if name.startswith("cpu_fallback.") for key, value in vars(module).items() if isinstance(value, CPUDispatcher)}
+
+worker = ShardWorker(str(MODEL), ShardSettings(backend="cpu"))
+worker.load_kernels()
+before = loaded()
+for documents in iter_documents([sys.argv[1]]):  # as a worker reads and encodes its first chunk
+    worker.tokenizer.encode(documents.batch, backend="cpu")
+after = loaded()
+print(json.dumps([sum(before.values()), [f"{m}.{k}" for (m, k), n in after.items() if n > before.get((m, k), 0)]]))
+"""
+
+
+def test_the_parent_loads_the_kernels_a_forked_worker_calls(corpus):
+    done = subprocess.run([sys.executable, "-c", PRELOAD_THEN_ENCODE, str(corpus / "a.txt")], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    preloaded, loaded_later = json.loads(done.stdout)
+    assert preloaded >= 4  # the line splitter, the normalizer, the pre-token and row encoders
+    # the big kernels were loaded for the types the worker calls them with: none is loaded again
+    assert not {"cpu_fallback.tokenizer._encode_rows", "cpu_fallback.bpe.encode_pre_token",
+                "cpu_fallback.normalizer.normalize_row", "cpu_fallback.lines.split_lines"} & set(loaded_later)

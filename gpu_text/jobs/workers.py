@@ -146,7 +146,10 @@ class ShardWorker:
         from gpu_text.tokenizer.tokenizer_file import model_method
 
         cpu = get_backend("cpu")
-        plans, signature = cpu.op("compile_ahead", "PLANS"), cpu.op("compile_ahead", "parse_signature")
+        try:
+            plans, signature = cpu.op("compile_ahead", "PLANS"), cpu.op("compile_ahead", "parse_signature")
+        except (ImportError, AttributeError):  # no plans: each worker loads its kernels where it calls them
+            return
         names = [f"tokenize-{model_method(self.model)}"] + ["parquet"] * (self.settings.output_format == "parquet")
         for entry in (entry for name in names for side in plans.get(name, ()) for entry in side):
             kernel, types = entry.split(":", 1)
