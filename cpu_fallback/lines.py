@@ -76,8 +76,9 @@ def split_lines(data, n, final, out, offsets):
     offsets[0] = 0
     lines = 0
     longest, longest_length = 0, -1
-    written = 0
-    start = 0
+    # typed, not literal, zeros: a literal argument makes Numba compile _copy_line once more
+    written = np.int64(0)
+    start = np.int64(0)
     position = 0
     while position < n:
         if position + 8 <= n:

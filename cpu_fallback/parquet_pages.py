@@ -96,8 +96,10 @@ def _levels(offsets, first, last, out, pos, width):
     tells a reader where the levels end."""
     start = pos
     pos += 4
-    header, groups, waiting, bits = -1, 0, 0, 0
-    pending, count = 0, 0  # the pending run: its level and length
+    # typed, not literal, constants: Numba compiles a callee once more for every literal argument
+    zero = np.int64(0)
+    header, groups, waiting, bits = np.int64(-1), zero, zero, zero
+    pending, count = zero, zero  # the pending run: its level and length
     for r in range(first, last):
         n = offsets[r + 1] - offsets[r]
         if width == 1:  # 0 starts a row, 1 continues it
@@ -108,7 +110,7 @@ def _levels(offsets, first, last, out, pos, width):
             pending = 0
             count += 1
             if n > 1:
-                pos, header, groups, waiting, bits = _emit_run(out, pos, header, groups, waiting, bits, 0, count,
+                pos, header, groups, waiting, bits = _emit_run(out, pos, header, groups, waiting, bits, zero, count,
                                                                width)
                 pending = 1
                 count = n - 1
@@ -224,17 +226,17 @@ def encode_pages(values, offsets, page_rows, width, out, page_ends):
     >>> out[:int(ends[0])].tolist()  # levels 0,1,0,0 and 3,3,1,3, values 5,6,7: a padded group each
     [2, 0, 0, 0, 3, 2, 3, 0, 0, 0, 3, 223, 0, 3, 3, 245, 1, 0]
     """
-    pos = 0
+    pos = np.int64(0)  # typed constants: one compile of each callee (see _levels)
     for p in range(page_rows.size - 1):
         first, last = page_rows[p], page_rows[p + 1]
-        pos = _levels(offsets, first, last, out, pos, 1)
-        pos = _levels(offsets, first, last, out, pos, 2)
+        pos = _levels(offsets, first, last, out, pos, np.int64(1))
+        pos = _levels(offsets, first, last, out, pos, np.int64(2))
         if width > 0:
             out[pos] = width
             pos = _pack_values(values, offsets[first], offsets[last], width, out, pos + 1)
         else:
             for k in range(offsets[first], offsets[last]):
-                _put_u32(out, pos, values[k])
+                _put_u32(out, pos, np.int64(values[k]))
                 pos += 4
         page_ends[p] = pos
 
