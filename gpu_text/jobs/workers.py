@@ -72,15 +72,13 @@ def start_method(settings: ShardSettings, devices: Sequence[str] | None = None) 
         return "spawn"
     if not sys.platform.startswith("linux"):  # macOS's system libraries are not fork-safe; Windows has no fork
         return "spawn"
-    if threading.active_count() > 1 or not _numba_pool_unstarted():
-        return "spawn"
     from gpu_text.backend import get_backend
 
     try:
         on_cpu = get_backend(settings.backend).name == "cpu"
     except Exception:  # a backend that cannot run: the workers, spawned, say why
         return "spawn"
-    return "fork" if on_cpu else "spawn"
+    return "fork" if on_cpu and threading.active_count() == 1 and _numba_pool_unstarted() else "spawn"
 
 
 def _numba_pool_unstarted() -> bool:
