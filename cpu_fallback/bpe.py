@@ -18,7 +18,7 @@ from numba import njit, prange
 
 from .borrow import borrow
 from .chunks import chunk_bounds
-from .jit import INLINE, JIT, NOREF
+from .jit import JIT, NOREF, inline
 from .merge_tables import char_id_at, lookup, pair_key
 
 SHORT = 64  # parts of at most this many bytes are merged by scanning for the best pair (no heap)
@@ -26,15 +26,15 @@ _BASIS, _PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)  # FNV-
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-@njit(**INLINE)
+@inline
 def _merged(merge_keys, merge_ids, left, right):
     """The piece symbols ``left`` and ``right`` join into, or -1."""
     if left < 0 or right < 0:
         return -1
-    return lookup(merge_keys, merge_ids, pair_key(left, right))
+    return lookup(merge_keys, merge_ids, pair_key(np.int64(left), np.int64(right)))
 
 
-@njit(**INLINE)
+@inline
 def _split_chars(data, begin, end, char_keys, char_ids, bmp_ids, sym_start, sym_id):
     """One symbol per character of data[begin:end); returns their number (sym_start[n] = end)."""
     n = 0
@@ -48,20 +48,21 @@ def _split_chars(data, begin, end, char_keys, char_ids, bmp_ids, sym_start, sym_
     return n
 
 
-@njit(**INLINE)
+@inline
 def _one_symbol(length, pid, begin, end, symbol, n_pieces):
-    """data[begin:end) is one symbol, ``symbol`` (a piece id, or the id of a character that is none)."""
+    """data[begin:end) is one symbol, ``symbol`` (a piece id, or the id of a character that is none;
+    an int64 at every call: an int32 one compiled this helper a second time)."""
     length[begin] = end - begin
     for q in range(begin + 1, end):
         length[q] = 0
     pid[begin] = symbol if symbol < n_pieces else -1
 
 
-@njit(**INLINE)
+@inline
 def _write(length, pid, n_pieces, sym_start, sym_id, n):
     """``length`` and ``pid`` (-1 for a character that is no piece) at each symbol start."""
     for k in range(n):
-        _one_symbol(length, pid, sym_start[k], sym_start[k + 1], sym_id[k], n_pieces)
+        _one_symbol(length, pid, sym_start[k], sym_start[k + 1], np.int64(sym_id[k]), n_pieces)
 
 
 @njit(**NOREF)
@@ -95,7 +96,7 @@ def merge_short(end, n, scores, merge_keys, merge_ids, length, pid, sym_start, s
     _write(length, pid, scores.size, sym_start, sym_id, n)
 
 
-@njit(**INLINE)
+@inline
 def _pop(heap, hs, count):
     """The top row of the heap and the new count. Heap rows are (left symbol index, bytes of the
     pair, merged id) in ``heap``, scores in ``hs``; a row is before another with a higher score,
@@ -120,7 +121,7 @@ def _pop(heap, hs, count):
     return left, size, merged, count
 
 
-@njit(**INLINE)
+@inline
 def _offer(scores, merge_keys, merge_ids, sym_start, sym_id, nxt, n, left, heap, hs, count):
     """Push the pair (left, its next symbol) onto the heap (see :func:`_pop`) when there is one and
     they join into a piece; returns the new count."""
@@ -166,7 +167,8 @@ def _merge_rounds(scores, merge_keys, merge_ids, sym_start, sym_id, n):
             run = run + 1 if top else 0
             if not chosen[k]:
                 continue
-            left = merged[k - 2] if k >= 2 and chosen[k - 2] else (sym_id[k - 1] if k >= 1 else -1)
+            # int32 like merged[k]: an int64 left compiled _merged a second time
+            left = merged[k - 2] if k >= 2 and chosen[k - 2] else (sym_id[k - 1] if k >= 1 else np.int32(-1))
             j = _merged(merge_keys, merge_ids, left, merged[k])
             j2 = _merged(merge_keys, merge_ids, merged[k], sym_id[k + 2]) if k + 2 < n else -1
             if (j >= 0 and scores[j] >= best) or (j2 >= 0 and scores[j2] >= best):
@@ -224,7 +226,7 @@ def merge_long(data, begin, end, scores, char_keys, char_ids, bmp_ids, merge_key
     _write(length, pid, scores.size, sym_start, sym_id, live)
 
 
-@njit(**INLINE)
+@inline
 def _same(data, a, b, n):
     for k in range(n):
         if data[a + k] != data[b + k]:
@@ -248,7 +250,7 @@ def new_scratch(n):
             np.empty((n, SHORT + 1), np.float32))
 
 
-@njit(**INLINE)
+@inline
 def _byte_hash(data, begin, end):
     h = _BASIS
     for k in range(begin, end):
@@ -256,7 +258,7 @@ def _byte_hash(data, begin, end):
     return h
 
 
-@njit(**INLINE)
+@inline
 def _memo_find(memo, data, h, begin, n):
     """(slot, position of an earlier copy of data[begin:begin + n) or -1): the copy when the memo has
     one (same hash, length and bytes), else the free slot where this one would go."""
@@ -270,7 +272,7 @@ def _memo_find(memo, data, h, begin, n):
     return slot, -1
 
 
-@njit(**INLINE)
+@inline
 def _memo_put(memo, filled, slot, h, begin, n):
     """Remember data[begin:begin + n) at ``slot`` (parts of 2**16 bytes or more are not remembered,
     nor anything once the table is half full); returns the new number of filled rows."""
@@ -316,21 +318,21 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
         if after < end:
             next_width, next_key, next_char = char_id_at(data, after, end, bmp_ids, char_keys, char_ids)
             if char >= 0 and next_char >= 0:
-                join = lookup(join_keys, join_values, pair_key(char, next_char))
+                join = lookup(join_keys, join_values, pair_key(np.int64(char), np.int64(next_char)))
         if n_chars <= SHORT:  # the part's characters, for merge_short (parts over SHORT bytes are re-read)
             sym_start[n_chars], sym_id[n_chars], pair_id[n_chars] = i, char, join if join >= 0 else -1
         n_chars += 1
         if join == -1:  # data[part:after) is merged on its own
             n = after - part
             if n_chars == 1:  # one character: nothing to merge
-                _one_symbol(length, pid, part, after, char, n_pieces)
+                _one_symbol(length, pid, part, after, np.int64(char), n_pieces)
             elif n_chars == 2:  # two characters (most parts that are not one): the joins lookup that
                 merged = pair_id[0]  # found the part said which piece they make, if any
                 if merged >= 0:
-                    _one_symbol(length, pid, part, after, merged, n_pieces)
+                    _one_symbol(length, pid, part, after, np.int64(merged), n_pieces)
                 else:
-                    _one_symbol(length, pid, part, i, sym_id[0], n_pieces)
-                    _one_symbol(length, pid, i, after, char, n_pieces)
+                    _one_symbol(length, pid, part, i, np.int64(sym_id[0]), n_pieces)
+                    _one_symbol(length, pid, i, after, np.int64(char), n_pieces)
             else:
                 remember = not word or part > begin or after < end  # a word that is one part was looked up whole
                 slot, at = np.int64(0), np.int64(-1)
@@ -362,7 +364,7 @@ def encode_pre_token(data, begin, end, scores, char_keys, char_ids, merge_keys, 
     return filled, begin
 
 
-@njit(**INLINE)
+@inline
 def _outputs(length, pid, byte_fallback, begin, end):
     """How many ids pre-token data[begin:end) gives (byte fallback, or runs of unknown symbols as one)."""
     tokens = 0

@@ -13,13 +13,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .jit import INLINE, JIT
+from .jit import JIT, inline
 
 FNV_OFFSET = np.uint64(14695981039346656037)
 FNV_PRIME = np.uint64(1099511628211)
 
 
-@njit(**INLINE)
+@inline
 def fnv1a(data, start, end):
     """The 64-bit FNV-1a hash of ``data[start:end]``."""
     h = FNV_OFFSET

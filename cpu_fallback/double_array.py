@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from .byte_tables import grown
-from .jit import INLINE, JIT
+from .jit import JIT, inline
 
 BLOCK_SLOTS = 256  # children of one base: base ^ byte for the 256 bytes, one aligned block
 OPEN_BLOCKS = 16  # blocks whose free slots the builder still searches; older ones are closed
@@ -34,7 +34,7 @@ def arrays_of(words: list[bytes], values: list[int] | None = None) -> tuple[np.n
 
 
 
-@njit(**INLINE)
+@inline
 def trie_step(state, check, label, pos, byte):
     """The slot reached from slot ``pos`` on ``byte`` (uint8), or -1 when there is no such edge.
 
@@ -56,7 +56,7 @@ def trie_step(state, check, label, pos, byte):
     return nxt
 
 
-@njit(**INLINE)
+@inline
 def trie_value(state, check, label, eow, pos):
     """The value of the word ending at slot ``pos`` (a slot :func:`trie_step` returned), or -1.
 
@@ -73,7 +73,7 @@ def trie_value(state, check, label, eow, pos):
     return np.int64(state[slot])
 
 
-@njit(**INLINE)
+@inline
 def walk_prefixes(state, check, label, eow, data, begin, end, ends, values, out, write):
     """Every word ``data[begin:e)`` with ``e <= end``, shortest first: when ``write``, its end ``e``
     goes to ``ends[out]`` and its value to ``values[out]``; ``out`` counts the words either way.
@@ -89,7 +89,7 @@ def walk_prefixes(state, check, label, eow, data, begin, end, ends, values, out,
     ([2, 3], [0, 1])
     """
     last_end, last_value = begin, np.int64(-1)
-    pos = 0
+    pos = np.int64(0)  # not a literal 0: trie_step would compile a second time for Literal[int](0)
     for i in range(begin, end):
         pos = trie_step(state, check, label, pos, data[i])
         if pos < 0:
@@ -284,7 +284,7 @@ def words_under(state, check, label, eow, prefix):
     Depth-first from the prefix's slot, the slot's own word first and then its children by
     increasing byte; ``path`` holds the bytes from the prefix slot down to the slot being visited.
     """
-    pos = 0
+    pos = np.int64(0)
     for i in range(prefix.size):
         pos = trie_step(state, check, label, pos, prefix[i])
         if pos < 0:

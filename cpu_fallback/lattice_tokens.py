@@ -28,7 +28,7 @@ BYTES, MERGED = -1, -2
 @njit(**JIT)
 def _spelled(data, begin, end, state, check, label, eow):
     """The value of the word ``data[begin:end]`` in the trie, or -1."""
-    pos = 0
+    pos = np.int64(0)
     b = begin
     while b < end and pos >= 0:
         pos = trie_step(state, check, label, pos, data[b])

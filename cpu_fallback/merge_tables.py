@@ -9,13 +9,13 @@ import numpy as np
 from numba import njit
 
 from .double_array import trie_step, trie_value
-from .jit import INLINE, JIT
+from .jit import JIT, inline
 from .utf8 import sequence_at
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)  # no key is this: 0xFF never starts a character of 4 bytes, ids are < 2**31
 
 
-@njit(**INLINE)
+@inline
 def char_at(data, i, end):
     """(width, packed bytes) of the character at data[i] (a malformed byte is a character of its own)."""
     first = np.uint64(data[i])
@@ -28,7 +28,7 @@ def char_at(data, i, end):
     return max(width, 1), key
 
 
-@njit(**INLINE)
+@inline
 def char_id_at(data, i, end, bmp_ids, char_keys, char_ids):
     """(width, hash key, id or -1) of the character at data[i]: its codepoint and ``bmp_ids`` for a
     well-formed character below U+10000, else its packed bytes and the ``chars`` table (packed keys
@@ -43,12 +43,13 @@ def char_id_at(data, i, end, bmp_ids, char_keys, char_ids):
     return width, key, lookup(char_keys, char_ids, key)
 
 
-@njit(**INLINE)
+@inline
 def pair_key(left, right):
+    # callers pass int64 ids: each other argument type would compile this (and its callers' use) again
     return (np.uint64(left) << np.uint64(32)) | np.uint64(right)
 
 
-@njit(**INLINE)
+@inline
 def _slot(keys, key):
     # SplitMix64's finalizer: packed characters are byte-aligned, so a plain multiply would leave
     # whole bytes of the key out of the slot
@@ -57,7 +58,7 @@ def _slot(keys, key):
     return np.int64((x ^ (x >> np.uint64(31))) & np.uint64(keys.size - 1))
 
 
-@njit(**INLINE)
+@inline
 def lookup(keys, values, key):
     """The value stored under ``key``, or -1."""
     slot = _slot(keys, key)
@@ -70,7 +71,7 @@ def lookup(keys, values, key):
         slot = (slot + 1) & (keys.size - 1)
 
 
-@njit(**INLINE)
+@inline
 def store(keys, values, key, value):
     """Put ``value`` under ``key`` (the caller keeps the table at most half full)."""
     slot = _slot(keys, key)
@@ -207,7 +208,7 @@ def _pair_keys(data, offsets, ids, char_keys, char_ids, state, check, label, eow
         while split < end:
             width, key = char_at(data, split, end)
             right_char = lookup(char_keys, char_ids, key)
-            join_keys[n_joins] = pair_key(left_char, right_char)
+            join_keys[n_joins] = pair_key(np.int64(left_char), np.int64(right_char))
             n_joins += 1
             if split == first:
                 left = left_char  # a single character: its id, piece or not
@@ -215,7 +216,7 @@ def _pair_keys(data, offsets, ids, char_keys, char_ids, state, check, label, eow
                 left = trie_value(state, check, label, eow, node) if node >= 0 else -1
             right = right_char if split + width == end else suffix[split]
             if left >= 0 and right >= 0:
-                merge_keys[n_merges], merge_ids[n_merges] = pair_key(left, right), ids[p]
+                merge_keys[n_merges], merge_ids[n_merges] = pair_key(np.int64(left), np.int64(right)), ids[p]
                 n_merges += 1
             for i in range(split, split + width):
                 node = trie_step(state, check, label, node, data[i]) if node >= 0 else -1

@@ -13,7 +13,7 @@ from numba import njit
 
 from .chunks import chunk_bounds, run_chunks
 from .double_array import trie_step, trie_value, walk_prefixes
-from .jit import INLINE, JIT, NOREF
+from .jit import JIT, NOREF, inline
 from .utf8 import sequence_at
 
 _SPACE = 0x20
@@ -39,7 +39,7 @@ def _step(state, check, label, eow, target_offsets, data, i, end, none, match_st
     return 1, _FROM_REPLACEMENT, 0, 3
 
 
-@njit(**INLINE)
+@inline
 def _char_step(state, check, label, eow, target_offsets, data, i, end, none, match_starts):
     """:func:`_step` at a character of 2 or 3 bytes, from the code point table when it decides
     (no trie walk: the charsmap's trie is megabytes, and every step of a walk may miss the cache)."""
@@ -53,7 +53,7 @@ def _char_step(state, check, label, eow, target_offsets, data, i, end, none, mat
     return _step(state, check, label, eow, target_offsets, data, i, end, none, match_starts)
 
 
-@njit(**INLINE)
+@inline
 def _byte(source, p, targets, data, replacement):
     # the buffers may differ in type (read-only input), so they are not returned from _step
     if source == _FROM_TARGETS:
@@ -63,7 +63,7 @@ def _byte(source, p, targets, data, replacement):
     return replacement[p]
 
 
-@njit(**INLINE)
+@inline
 def _put_symbol(symbol, origin, out, align, at, n, write, aligned):
     """The space symbol at out[at + n:] (when ``write``; its origin in ``align`` when ``aligned``)."""
     for k in range(symbol.size):
@@ -75,7 +75,7 @@ def _put_symbol(symbol, origin, out, align, at, n, write, aligned):
     return n
 
 
-@njit(**INLINE)
+@inline
 def _copy_char(data, i, width, begin, out, align, at, n, write, aligned):
     """The character data[i:i + width] at out[at + n:] as it is (when ``write``; its origin when
     ``aligned`` too); returns the new length."""
@@ -149,7 +149,7 @@ def normalize_row(state, check, label, eow, targets, target_offsets, data, begin
     return n
 
 
-@njit(**INLINE)
+@inline
 def trim_symbols(out, at, n, symbol):
     """The length of out[at:at + n] without its trailing space symbols."""
     m = symbol.size
@@ -176,7 +176,7 @@ def _rows(first, last, state, check, label, eow, targets, target_offsets, data, 
         lengths[r] = n
 
 
-@njit(**INLINE)
+@inline
 def _no_match_at(starts, data, i, end):
     """True when no map entry matches at data[i] (the common case, decided by table lookups).
 

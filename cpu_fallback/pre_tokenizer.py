@@ -11,7 +11,7 @@ from numba import njit
 
 from .chunks import chunk_bounds, run_chunks
 from .double_array import walk_prefixes
-from .jit import INLINE, JIT, NOREF
+from .jit import JIT, NOREF, inline
 from .utf8 import CLASS_SPACE, class_of, sequence_at, starts_char
 
 # Symbols: OTHER 0, SPACE (the space symbol) 1, DIGIT 2, ALPHA 3, HAN 4 as the character classes,
@@ -25,7 +25,7 @@ SYMBOL_MARK = N_SYMBOLS + 1
 SYMBOL_BITS = 8
 
 
-@njit(**INLINE)
+@inline
 def _symbol_at(data, p, end, space):
     """(symbol, byte length) of the character at p; malformed bytes are one OTHER character."""
     n, cp = sequence_at(data, p, end)

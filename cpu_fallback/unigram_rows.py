@@ -21,7 +21,7 @@ from numba import njit
 
 from .borrow import borrow
 from .chunks import chunk_bounds
-from .jit import INLINE, JIT
+from .jit import JIT, inline
 from .normalizer import REPLACEMENT_BYTES, match_starts_table, normalize_row, trim_symbols
 from .utf8 import sequence_at
 
@@ -238,7 +238,7 @@ def trie_tables(state: np.ndarray, check: np.ndarray, label: np.ndarray, eow: np
     return tables
 
 
-@njit(**INLINE)
+@inline
 def lead_char_at(text, i, end):
     """(length, code point) of the character at text[i] as its lead byte says: on well-formed
     UTF-8 :func:`~cpu_fallback.utf8.sequence_at`'s answer without its checks, which cost a third
@@ -266,7 +266,7 @@ def lead_char_at(text, i, end):
                | (np.int64(text[i + 3]) & 0x3F))
 
 
-@njit(**INLINE)
+@inline
 def _char_id(cp, bmp_ids, keys, key_ids):
     """The character trie's id of a key of :func:`char_keys` (0: in no word)."""
     if cp < 0x80:
@@ -306,7 +306,7 @@ def writes_well_formed(targets: np.ndarray, target_offsets: np.ndarray, symbol: 
     return not bool(((targets[starts] & 0xC0) == 0x80).any())  # no target starts inside a character
 
 
-@njit(**INLINE)
+@inline
 def _char_of(text, at, p, n, well_formed, bmp_ids, keys, key_ids):
     """(length, character trie id) of the character at ``text[at + p]`` of a row of n bytes."""
     if well_formed:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .jit import INLINE, JIT
+from .jit import JIT, inline
 
 REPLACEMENT = 0xFFFD
 
@@ -17,7 +17,7 @@ REPLACEMENT = 0xFFFD
 CLASS_OTHER, CLASS_SPACE, CLASS_DIGIT, CLASS_ALPHA, CLASS_HAN = 0, 1, 2, 3, 4
 
 
-@njit(**INLINE)
+@inline
 def sequence_at(data, i, end):
     """(length, codepoint) of the well-formed sequence at data[i], or (0, U+FFFD)."""
     b0 = np.uint32(data[i])
@@ -60,7 +60,7 @@ def sequence_at(data, i, end):
     return n, np.uint32((lead << (6 * (n - 1))) | value)
 
 
-@njit(**INLINE)
+@inline
 def starts_char(data, i, begin, end):
     """Does byte i of the string [begin, end) start a character? (utf8_starts_char in utf8.cuh)"""
     if (data[i] & 0xC0) != 0x80:
@@ -131,7 +131,7 @@ def utf8_decode(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.n
     return codepoints, positions, row_offsets
 
 
-@njit(**INLINE)
+@inline
 def encoded_length(cp):
     if cp < 0x80:
         return 1
@@ -192,7 +192,7 @@ def utf8_encode(codepoints: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray
     return out, row_offsets
 
 
-@njit(**INLINE)
+@inline
 def class_of(c):
     if (0x3400 <= c <= 0x4DBF) or (0x4E00 <= c <= 0x9FFF) or (0xF900 <= c <= 0xFAFF) or (0x20000 <= c <= 0x323AF):
         return CLASS_HAN
