@@ -54,7 +54,10 @@ def cases() -> list[tuple[str, list[str]]]:
 
 
 def _environment(cache: Path, ahead: bool) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("GPU_TEXT_COMPILE_NOTICE", "GPU_TEXT_COMPILE_AHEAD")}
+    # a $GPU_TEXT_TABLE_CACHE of the caller's would serve the model's tables built by an earlier
+    # run: the cold runs would skip the table builders' compiling that a first run does
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GPU_TEXT_COMPILE_NOTICE", "GPU_TEXT_COMPILE_AHEAD", "GPU_TEXT_TABLE_CACHE")}
     env.update(NUMBA_CACHE_DIR=str(cache / "numba"), XDG_CACHE_HOME=str(cache / "xdg"), GPU_TEXT_BACKEND="cpu",
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     if not ahead:
