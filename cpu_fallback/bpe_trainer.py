@@ -150,7 +150,9 @@ def _add_pair(a, b, pos, w, unk, max_bytes, pair_keys, pair_values, s_left, s_ri
     unknown character or longer than ``max_bytes`` are never made."""
     if a == unk or b == unk or s_nbytes[a] + s_nbytes[b] > max_bytes:
         return
-    key = pair_key(a, b)
+    # int64 ids to pair_key, int32 values to store, whatever the call site's types (this function is
+    # inlined into each before typing: literal -1s and int32 symbols compiled pair_key six times)
+    key = pair_key(np.int64(a), np.int64(b))
     x = lookup(pair_keys, pair_values, key)
     if x < 0:
         x = counts[0]
@@ -164,7 +166,7 @@ def _add_pair(a, b, pos, w, unk, max_bytes, pair_keys, pair_values, s_left, s_ri
         s_tail[x] = -1
         s_alive[x] = 1
         s_active[x] = 0
-        store(pair_keys, pair_values, key, x)
+        store(pair_keys, pair_values, key, np.int32(x))
         counts[4] += 1
     _add_freq(x, w, s_freq, s_active, active_freq)
     _append_position(x, pos, s_head, s_tail, node_pos, node_next, counts)
@@ -226,7 +228,7 @@ def _lexically_less(a, b, n_chars, s_left, s_right, char_cp, stack, buf_a, buf_b
 
 @njit(**JIT)
 def _fingerprint(buf, n):
-    return np.int64(fnv1a(buf, 0, n))
+    return np.int64(fnv1a(buf, np.int64(0), n))  # not a literal 0: fnv1a compiled again for it
 
 
 @njit(**JIT)
@@ -319,7 +321,7 @@ def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weigh
         s_active[moved] = best_at + 1
         s_active[best] = 0
         s_alive[best] = 0
-        remove(pair_keys, pair_values, pair_key(s_left[best], s_right[best]))
+        remove(pair_keys, pair_values, pair_key(np.int64(s_left[best]), np.int64(s_right[best])))
         counts[4] -= 1
         n = expand(np.int64(best), n_chars, s_left, s_right, char_cp, stack, buf_a)
         fp = _fingerprint(buf_a, n)
@@ -360,11 +362,11 @@ def train_steps(n_steps, min_freq, max_bytes, n_chars, unk, sym, nxt, prv, weigh
             s = nxt[q]
             # the pairs [r, p] and [q, s] lose this occurrence
             if r >= 0:
-                x = lookup(pair_keys, pair_values, pair_key(sym[r], left))
+                x = lookup(pair_keys, pair_values, pair_key(np.int64(sym[r]), np.int64(left)))
                 if x >= 0:
                     _add_freq(x, -w, s_freq, s_active, active_freq)
             if s >= 0:
-                x = lookup(pair_keys, pair_values, pair_key(right, sym[s]))
+                x = lookup(pair_keys, pair_values, pair_key(np.int64(right), np.int64(sym[s])))
                 if x >= 0:
                     _add_freq(x, -w, s_freq, s_active, active_freq)
             sym[p] = best
