@@ -117,8 +117,9 @@ def compile_notice(command: str | None, stream: TextIO | None = None,
 
 def ahead_plans(args: Any) -> tuple[str, ...]:
     """The compile-ahead plans (``cpu_fallback.compile_ahead.PLANS``) for a command's parsed
-    arguments: only on the CPU backend, in one process (not ``--workers``/``--devices`` jobs),
-    for the commands whose first run compiles for more than ~8 s on two cores.
+    arguments: only on the CPU backend, where this process loads the kernels (not ``--devices``
+    jobs, nor ``--workers`` jobs whose workers are spawned: each of those loads its own), for the
+    commands whose first run compiles for more than ~8 s on two cores.
 
     >>> import argparse
     >>> ahead_plans(argparse.Namespace(command="train-tokenizer", method="bytepiece", backend="cpu"))
@@ -131,7 +132,9 @@ def ahead_plans(args: Any) -> tuple[str, ...]:
     command = getattr(args, "command", None)
     plans = []
     if command == "tokenize":
-        if getattr(args, "workers", None) not in (None, 1) or getattr(args, "devices", None) is not None:
+        if getattr(args, "devices", None) is not None:
+            return ()
+        if getattr(args, "workers", None) not in (None, 1) and not _forks_workers(args):
             return ()
         from gpu_text.tokenizer.tokenizer_file import model_method
 
@@ -159,6 +162,18 @@ def ahead_plans(args: Any) -> tuple[str, ...]:
         return ()
     known = get_backend("cpu").op("compile_ahead", "PLANS")
     return tuple(plan for plan in plans if plan in known) if plans[0] in known else ()
+
+
+def _forks_workers(args: Any) -> bool:
+    """Whether a ``--workers`` job forks its workers from this process, which then loads their
+    kernels (:func:`gpu_text.jobs.workers.start_method`)."""
+    from gpu_text.jobs.pieces import ShardSettings
+    from gpu_text.jobs.workers import start_method
+
+    try:
+        return start_method(ShardSettings(backend=getattr(args, "backend", None))) == "fork"
+    except Exception:  # the job reports what is wrong
+        return False
 
 
 def _output_format(args: Any) -> str | None:

@@ -178,3 +178,54 @@ def test_the_parent_loads_the_kernels_a_forked_worker_calls(corpus):
     # the big kernels were loaded for the types the worker calls them with: none is loaded again
     assert not {"cpu_fallback.tokenizer._encode_rows", "cpu_fallback.bpe.encode_pre_token",
                 "cpu_fallback.normalizer.normalize_row", "cpu_fallback.lines.split_lines"} & set(loaded_later)
+
+
+FORK_WHILE_COMPILING_AHEAD = """
+import json, sys, threading
+from cpu_fallback import compile_ahead
+from gpu_text.demo import MODEL
+from gpu_text.jobs import ShardSettings, run_sharded_job
+compile_ahead._is_cached = lambda dispatcher, signature: False  # as on a first run: a child compiles the encoder
+assert compile_ahead.start("tokenize-bpe")
+before = [thread.name for thread in threading.enumerate()]
+summary = run_sharded_job(str(MODEL), [sys.argv[1]], sys.argv[2], ShardSettings(backend="cpu", chunk_bytes=1 << 20),
+                          workers=2, progress=False)
+print(json.dumps({"before": before, "start": summary["worker_start"], "children": len(compile_ahead._CHILDREN),
+                  "after": [thread.name for thread in threading.enumerate()]}))
+"""
+
+
+def test_a_first_run_forks_its_workers_once_the_compile_ahead_child_is_done(corpus, reference, tmp_path):
+    """On a first run the command line compiles the encoder in a compile-ahead child while this
+    process compiles the rest; the parent of a ``--workers`` job waits for the child's kernels,
+    ends it (its reader thread would not survive the fork) and still forks."""
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-c", FORK_WHILE_COMPILING_AHEAD, str(corpus), str(out)], cwd=REPO,
+                          capture_output=True, text=True, timeout=600,
+                          env={k: v for k, v in os.environ.items() if k not in (START_VAR, "GPU_TEXT_COMPILE_AHEAD")})
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert "compile-ahead" in seen["before"] and "compile-ahead" not in seen["after"]
+    assert seen["start"] == "fork" and seen["children"] == 0
+    assert output_bytes(out) == output_bytes(reference)
+
+
+AHEAD_PLANS = """
+import sys
+from gpu_text.cli import build_parser
+from gpu_text.warmup import ahead_plans
+print(*ahead_plans(build_parser().parse_args(sys.argv[1:])) or ["none"])
+"""
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_a_job_whose_workers_are_forked_compiles_ahead_as_one_process_does(tmp_path, start):
+    environment = {k: v for k, v in os.environ.items() if k != START_VAR}
+    if start == "spawn":
+        environment[START_VAR] = "spawn"  # each spawned worker loads its own kernels: nothing ahead here
+    args = ["tokenize", "--model", str(MODEL), "--backend", "cpu", str(tmp_path), "--output-dir", str(tmp_path / "o"),
+            "--workers", "2"]
+    done = subprocess.run([sys.executable, "-c", AHEAD_PLANS, *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, env=environment)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == (["tokenize-bpe", "parquet"] if start == "fork" else ["none"])

@@ -46,6 +46,7 @@ Progress = Callable[[int], None]
 Report = Callable[[dict[str, Any]], Any]  # a shard's result message
 Record = Callable[[int, dict[str, Any]], Any]  # a worker's number and its shard's result message
 START_VAR = "GPU_TEXT_WORKER_START"  # "spawn": start the workers so even where they could be forked
+COMPILE_AHEAD_THREAD = "compile-ahead"  # cpu_fallback.compile_ahead's reader of its child's progress
 
 
 def worker_environments(workers: int, devices: Sequence[str] | None = None, cores: int | None = None,
@@ -78,7 +79,19 @@ def start_method(settings: ShardSettings, devices: Sequence[str] | None = None) 
         on_cpu = get_backend(settings.backend).name == "cpu"
     except Exception:  # a backend that cannot run: the workers, spawned, say why
         return "spawn"
-    return "fork" if on_cpu and threading.active_count() == 1 and _numba_pool_unstarted() else "spawn"
+    # the compile-ahead child's reader (the command line's first-run compiling) is ended before the
+    # fork (ProcessPool), so it does not count as a thread the workers would lose
+    threads = sum(thread.name != COMPILE_AHEAD_THREAD for thread in threading.enumerate())
+    return "fork" if on_cpu and threads == 1 and _numba_pool_unstarted() else "spawn"
+
+
+def _end_compile_ahead() -> None:
+    """End the command line's compile-ahead child, if any (its kernels are loaded by now), and
+    its reader thread."""
+    from gpu_text.backend import get_backend
+
+    with contextlib.suppress(ImportError, AttributeError):  # no compile-ahead: nothing to end
+        get_backend("cpu").op("compile_ahead", "stop")()
 
 
 def _numba_pool_unstarted() -> bool:
@@ -233,7 +246,8 @@ class ProcessPool:
         parent = os.getpid()
         if start == "fork":  # the workers inherit the tokenizer and the kernels; its errors are raised here
             shared = ShardWorker(model, settings)
-            shared.load_kernels()
+            shared.load_kernels()  # waiting for the compile-ahead child, on a first run, for its kernels
+            _end_compile_ahead()  # its reader thread would be lost in the fork, its waits inherited
             gc.freeze()  # the collector in a worker then never writes to (and so copies) the pages it inherits
         setup = json.dumps({"model": model, "settings": settings.to_dict(), "parent": parent})
         try:
