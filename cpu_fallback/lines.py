@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from .jit import INLINE, NOREF
+from .jit import NOREF, inline
 
 NEWLINE = 0x0A
 CARRIAGE_RETURN = 0x0D
@@ -22,7 +22,7 @@ _HIGH = np.uint64(0x8080808080808080)
 _ONES = np.uint64(0x0101010101010101)
 
 
-@njit(**INLINE)
+@inline
 def _newline_bits(word):
     """The high bit of every byte of ``word`` that is ``\\n``, and no other bit."""
     y = word ^ _NEWLINES
@@ -49,7 +49,7 @@ def count_newlines(data, n):
     return count
 
 
-@njit(**INLINE)
+@inline
 def _copy_line(data, start, end, out, at):
     """``out[at:at + end - start] = data[start:end]``, one loop LLVM vectorises (no allocation)."""
     source = data[start:end]

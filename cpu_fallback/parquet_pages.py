@@ -18,12 +18,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .jit import INLINE, JIT, NOREF
+from .jit import JIT, NOREF, inline
 
 MAX_GROUPS = 63  # groups of a bit-packed run: its header, (63 << 1) | 1, stays one byte
 
 
-@njit(**INLINE)
+@inline
 def _varint(out, pos, value):
     while value >= 0x80:
         out[pos] = (value & 0x7F) | 0x80
@@ -33,7 +33,7 @@ def _varint(out, pos, value):
     return pos + 1
 
 
-@njit(**INLINE)
+@inline
 def _put_u32(out, pos, value):
     for b in range(4):
         out[pos + b] = (value >> (8 * b)) & 0xFF
@@ -46,7 +46,7 @@ def _put_u32(out, pos, value):
 # waiting for their group of eight (their count and their bits).
 
 
-@njit(**INLINE)
+@inline
 def _put_group(out, pos, header, groups, bits, width):
     """The eight waiting values (``bits``) as a group of the open bit-packed run (opening one if
     needed); returns the new position, header and groups."""
@@ -62,7 +62,7 @@ def _put_group(out, pos, header, groups, bits, width):
     return pos, header, groups
 
 
-@njit(**INLINE)
+@inline
 def _emit_run(out, pos, header, groups, waiting, bits, value, count, width):
     """``count`` copies of ``value`` (a level: one byte): into the waiting group until it is
     full, then as one RLE run when eight or more are left (closing the bit-packed run), else as
@@ -131,7 +131,7 @@ def _levels(offsets, first, last, out, pos, width):
     return pos
 
 
-@njit(**INLINE)
+@inline
 def _pack_eight(values, k, width, out, pos):
     """``values[k:k + 8]`` (at most 16 bits each) bit-packed into ``width`` bytes at ``pos``;
     returns the end position. The group is two registers of four values and leaves as sixteen
@@ -159,7 +159,7 @@ def _pack_eight(values, k, width, out, pos):
     return pos + shift
 
 
-@njit(**INLINE)
+@inline
 def _pack_tail(values, k, last, width, out, pos):
     """The eight values from ``values[k]`` (zeros from ``last`` on) bit-packed into ``width``
     bytes at ``pos``, a value at a time: a page's last group, or values wider than 16 bits."""
