@@ -67,8 +67,9 @@ _LATTICE = ("trie._span_matches: i4[] i4[] u1[] u1[] u1[]{model} i8[] i8[] i8[] 
 # empty cache (python -m benchmarks cold_start): each plan's ``there`` is about half the compiling.
 PLANS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # here the normalizer and the model's tables (trie, merge tables); there the line splitter
-    # (the input is read after the model) and the row encoder. This process's half is the longer
-    # (11.5 s against 11.0 on a first run): the line splitter here made it longer still
+    # (the input is read after the model) and the row encoder. The halves are even (with a Parquet
+    # output: 8.4-9.4 CPU s here against 8.8-9.6 there on a first run, 304a7e4-2977a0b); the line
+    # splitter here made this one longer (11.5 s against 11.0, before 4cd003a)
     "tokenize-bpe": ((_NORMALIZE_ROW,), (
         *_LINES,
         "bpe.encode_pre_token: u1[] i8 i8 f4[] u8[] i4[] u8[] i4[] u8[] i4[] i4[] i4[] i4[] i8[,] i8 i8[] i4[] i4[] "
