@@ -128,6 +128,8 @@ def ahead_plans(args: Any) -> tuple[str, ...]:
     ('lda-train',)
     >>> ahead_plans(argparse.Namespace(command="score"))
     ()
+    >>> ahead_plans(argparse.Namespace(command="crf", crf_command="train", algorithm="sgd-l1", backend="cpu"))
+    ()
     """
     command = getattr(args, "command", None)
     plans = []
@@ -151,7 +153,7 @@ def ahead_plans(args: Any) -> tuple[str, ...]:
         # CRF's stochastic gradient descent has no quasi-Newton steps for this process to compile
         if not (command == "crf" and getattr(args, "algorithm", None) == "sgd-l1"):
             plans.append(f"{command}-train")
-    else:
+    if not plans:  # a command without kernels, or a variant without a plan (crf train --algorithm sgd-l1)
         return ()
     from gpu_text.backend import get_backend
 
