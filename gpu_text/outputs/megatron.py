@@ -145,7 +145,9 @@ class MegatronWriter:
             room = self.bin.space()
             take = min(values.size - at, room.size // size)  # the buffer holds whole tokens only: take >= 1
             piece = values[at:at + take]
-            self._check(piece, narrow(piece, self.limit, room[:take * size].view(self.dtype)))
+            bad = narrow(piece, self.limit, room[:take * size].view(self.dtype))
+            del room  # else an error below keeps the view (in its traceback) and .bin's buffer cannot close
+            self._check(piece, bad)
             self.bin.commit(take * size)
             at += take
 
