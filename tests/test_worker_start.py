@@ -106,7 +106,8 @@ def test_forked_workers_die_with_their_killed_parent_and_resume_completes(corpus
         time.sleep(0.05)
     assert job.poll() is None, job.communicate()[1]
     workers = [int(pid) for pid in Path(f"/proc/{job.pid}/task/{job.pid}/children").read_text().split()]
-    assert len(workers) == 2
+    # the paused worker, and the other unless it has already run out of shards (a, c, d) and ended
+    assert 1 <= len(workers) <= 2, workers
     os.kill(job.pid, signal.SIGKILL)
     job.communicate()
     for _ in range(200):  # PR_SET_PDEATHSIG: each worker is killed with its parent
