@@ -870,6 +870,7 @@ lattice_pieces(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, con
             lattice_solve(g, s, begin, a, b, 0.0, score + row, route + row, value + row);
             floats[0] = floats[1] = score[row + b - begin];
             floats[2] = 0.0;
+            v[16] = floats[1];  // as floats[1]: the estimate's error bound reads it (else garbage, vector heads)
             fields[4] = GT_LSLOT_EXACT;
             for (int j = 0; j < out.n; ++j) v[GT_LFRONT * j] = score[row + b + out.off(j) - begin];
         } else if (in.n > 1 || out.n > 1) {  // a solve per entry, from 0
