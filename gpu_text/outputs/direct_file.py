@@ -102,17 +102,12 @@ class DirectFile:
     def write(self, data: Any) -> int:
         """Append ``data`` (any contiguous buffer); returns its size in bytes."""
         source = np.frombuffer(memoryview(data).cast("B"), np.uint8)
-        if self.digest is not None:
-            self.digest.update(source)
         at = 0
         while at < source.size:
             take = min(source.size - at, self.bytes.size - self.filled)
             self.bytes[self.filled:self.filled + take] = source[at:at + take]
-            self.filled += take
+            self.commit(take)
             at += take
-            if self.filled == self.bytes.size:
-                self._flush(self.filled)
-        self.written += source.size
         return source.size
 
     def write_from(self, stream: BinaryIO) -> int:
@@ -129,13 +124,8 @@ class DirectFile:
             got = stream.readinto(memoryview(self.buffer)[self.filled:])
             if not got:
                 return copied
-            if self.digest is not None:
-                self.digest.update(self.bytes[self.filled:self.filled + got])
-            self.filled += got
-            self.written += got
+            self.commit(got)
             copied += got
-            if self.filled == self.bytes.size:
-                self._flush(self.filled)
 
     def space(self) -> np.ndarray:
         """The free part of the aligned buffer (never empty), for a caller to write its bytes into
