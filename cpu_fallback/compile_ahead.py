@@ -340,6 +340,18 @@ def _compile(entry: str) -> None:
     dispatcher.compile(signature)
 
 
+def load(*plans: str) -> None:
+    """Compile, or load from the disk cache, every kernel of ``plans`` in this process (one the
+    child compiles waits for it first), without running any: a process that forks workers gives
+    them the kernels. An entry that fails here is left to compile, or report its error, where it
+    is called."""
+    for entry in (entry for plan in plans for side in PLANS.get(plan, ()) for entry in side):
+        try:
+            _compile(entry)
+        except Exception:
+            pass
+
+
 def stop() -> None:
     """End every child still running (their kernels then compile here on first use), reap it and
     give the dispatchers their own ``compile`` back."""

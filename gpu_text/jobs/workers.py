@@ -156,17 +156,11 @@ class ShardWorker:
         from gpu_text.backend import get_backend
         from gpu_text.tokenizer.tokenizer_file import model_method
 
-        cpu = get_backend("cpu")
         try:
-            plans, signature = cpu.op("compile_ahead", "PLANS"), cpu.op("compile_ahead", "parse_signature")
+            load = get_backend("cpu").op("compile_ahead", "load")
         except (ImportError, AttributeError):  # no plans: each worker loads its kernels where it calls them
             return
-        names = [f"tokenize-{model_method(self.model)}"] + ["parquet"] * (self.settings.output_format == "parquet")
-        for entry in (entry for name in names for side in plans.get(name, ()) for entry in side):
-            kernel, types = entry.split(":", 1)
-            family, function = kernel.strip().rsplit(".", 1)
-            with contextlib.suppress(Exception):  # then loaded, or its error raised, where a worker calls it
-                cpu.op(family, function).compile(signature(types))
+        load(f"tokenize-{model_method(self.model)}", *["parquet"] * (self.settings.output_format == "parquet"))
 
     def run(self, next_shard: Callable[[], Shard | None], report: Report, progress: Progress | None = None) -> None:
         """Tokenize the shards ``next_shard`` gives until it gives ``None``, calling ``report``
