@@ -318,7 +318,10 @@ __device__ void byte_marks(const u8* data, i64 n, const i64* offsets, i64 n_rows
 // with the uncut stretch.
 #define GT_FRONT_MAX 4
 #define GT_CLASSES_MAX 8
-#define GT_RING 128  // a values-only solve keeps the last GT_RING values: a longer word gets no table
+// A values-only solve keeps the last GT_RING values: a piece with a longer word gets no table and is
+// solved exactly in the run's walk (a step per piece). 1024: every word a forced cut allows under the
+// default chunk (chunk >= 2 x the longest word + 8) fits; 8 KB of local memory per thread.
+#define GT_RING 1024
 
 struct Front {
     int n;
@@ -637,15 +640,15 @@ __device__ __forceinline__ void slot_fronts(const int* front_n, const int* front
 #define GT_EST_PIECES (GT_EST_BYTES + 1)                  // a head's: its segment's pieces
 #define GT_EST_X (GT_EST_PIECES + 1)                      // a head's: its estimate
 #define GT_EST_LATER (GT_EST_X + GT_FRONT_MAX)            // a head's: the later bytes and pieces
-#define GT_EST_INTS 10
+#define GT_EST_INTS (GT_FRONT_MAX + 6)
 #define GT_EST_LAST 0   // entry i of the list of the long runs' last pieces
 #define GT_EST_HEADS 1  // entry i of the list of the segments' heads
 #define GT_EST_FLAGS 2  // 1: heads its segment; 2: its estimate is written; 4: a segment's first piece
                         // (its entries composed); 8: its entry is written (segment_finish)
 #define GT_EST_NEXT 3   // a head's: the next segment's head (-1: the run's start)
 #define GT_EST_MAP 4    // a segment's first piece's: the entry after the segment per its entry's index
-                        // in its frontier (4: none of them)
-#define GT_EST_HEAD_OF (GT_EST_MAP + 5)  // a segment's first piece's: its head
+                        // in its frontier (GT_FRONT_MAX: none of them)
+#define GT_EST_HEAD_OF (GT_EST_MAP + GT_FRONT_MAX + 1)  // a segment's first piece's: its head
 
 // The error bound of an estimate after `later_bytes` bytes in `later_pieces` pieces: |every value| <
 // most; an addition rounds by at most most * 2^-53; a chain of a piece's additions by (its bytes + 1)
@@ -1029,9 +1032,28 @@ __device__ __forceinline__ void after_solve(i64 a, i64 b, const Front& out, cons
 #define GT_SPEC_JUMP (3 * GT_GUESSES + 1)      // the guess the run's walk jumped by from here (-1: none)
 #define GT_SPEC_NEXT (3 * GT_GUESSES + 2)      // a head's: the next segment's head (-1: the run's start)
 // A frontier's positions may shift apart (s_f per position): the piece's value at its position p is
-// then its winner's sum (the entry f it comes from, 2 bits of `winners` per p) + s_f, as long as the
+// then its winner's sum (the entry f it comes from, GT_WINNER_BITS of `winners` per p) + s_f, as long as the
 // shifts' spread stays below each winner's lead over the other sums at p (`gap`).
-__device__ __forceinline__ int winner_of(i64 winners, int p) { return (int)(winners >> (2 * p)) & 3; }
+#define GT_WINNER_BITS 3  // a frontier index (< GT_FRONT_MAX)
+__device__ __forceinline__ int winner_of(i64 winners, int p) {
+    return (int)(winners >> (GT_WINNER_BITS * p)) & ((1 << GT_WINNER_BITS) - 1);
+}
+
+// The winners of every position that map each position to itself (a route through no piece).
+__device__ __forceinline__ i64 same_route() {
+    i64 route = 0;
+#pragma unroll
+    for (int p = 0; p < GT_FRONT_MAX; ++p) route |= (i64)p << (GT_WINNER_BITS * p);
+    return route;
+}
+
+// A route followed by a piece's winners: position p comes from `winners`' winner of route's p.
+__device__ __forceinline__ i64 then_winners(i64 route, i64 winners) {
+    i64 composed = 0;
+#pragma unroll
+    for (int p = 0; p < GT_FRONT_MAX; ++p) composed |= (i64)winner_of(winners, winner_of(route, p)) << (GT_WINNER_BITS * p);
+    return composed;
+}
 
 // 2 u_top of slot t's table (0: none): the shifts that keep its classes are its multiples.
 __device__ __forceinline__ double table_modulus(const int* own_i) {
@@ -1091,7 +1113,7 @@ __device__ double guess_step(const double* own_f, const int* own_i, const Front&
                 *gap = lead < *gap ? lead : *gap;
             }
         }
-        *winners |= (i64)winner << (2 * p);
+        *winners |= (i64)winner << (GT_WINNER_BITS * p);
     }
     return slack > 0.0 ? slack : 0.0;
 }
@@ -1182,7 +1204,7 @@ __device__ void guess_segment(const Segments& sg, i64 k, int c, i64 n_anchors, c
         }
         // each slot passed: the least slack and gap from it to the stop, the winners composed
         double slack = -GT_NEG_INF, gap = -GT_NEG_INF;
-        i64 route = 0xE4;  // position p of the stop comes from position route's p here (identity)
+        i64 route = same_route();  // position p of the stop comes from position route's p here
         for (i64 u = last; u >= 0; u = u == v ? -1 : slot_i[GT_SLOT_FIELDS * u + 2]) {
             GT_STEP();
             double* here = spec_f + GT_SPEC_FLOATS * u;
@@ -1190,10 +1212,7 @@ __device__ void guess_segment(const Segments& sg, i64 k, int c, i64 n_anchors, c
             gap = here[GT_SPEC_GAP + c] < gap ? here[GT_SPEC_GAP + c] : gap;
             here[GT_SPEC_SLACK + c] = slack;
             here[GT_SPEC_GAP + c] = gap;
-            const i64 winners = spec_i[GT_SPEC_INTS * u + GT_SPEC_WINNERS + c];
-            i64 composed = 0;
-            for (int p = 0; p < GT_FRONT_MAX; ++p) composed |= (i64)winner_of(winners, winner_of(route, p)) << (2 * p);
-            route = composed;
+            route = then_winners(route, spec_i[GT_SPEC_INTS * u + GT_SPEC_WINNERS + c]);
             spec_i[GT_SPEC_INTS * u + GT_SPEC_ROUTE + c] = route;
             spec_i[GT_SPEC_INTS * u + GT_SPEC_STOP + c] = t;
         }
@@ -1319,9 +1338,9 @@ __device__ void compose_entries(i64 h, i64 n_anchors, i64 chunk_bytes, i64 group
     }
     const Front out = front_of(front_n, front_off, first < n_anchors ? first : -1);
     i64* own = est_i + GT_EST_INTS * first;
-    for (int i = 0; i < 5; ++i) {
-        if (i < 4 && i >= out.n) continue;
-        i64 entry = i < 4 ? out.off[i] : -1;  // -1: an offset no frontier holds
+    for (int i = 0; i <= GT_FRONT_MAX; ++i) {
+        if (i < GT_FRONT_MAX && i >= out.n) continue;
+        i64 entry = i < GT_FRONT_MAX ? out.off[i] : -1;  // -1: an offset no frontier holds
         for (i64 t = first;; t = slot_i[GT_SLOT_FIELDS * t + 2]) {
             GT_STEP();
             entry = entry_after(t, entry, n_anchors, front_n, front_off, slot_i, class_i);
@@ -1364,14 +1383,11 @@ segment_finish(const int* __restrict__ state, const int* __restrict__ check, con
                 t = slot_i[GT_SLOT_FIELDS * t + 2];
             }
             const int guess = (int)spec_i[GT_SPEC_INTS * t + GT_SPEC_JUMP];
-            i64 route = 0xE4;  // position g here comes from position route's g at t
+            i64 route = same_route();  // position g here comes from position route's g at t
             for (i64 u = k; u != t;) {
                 GT_STEP();
                 u = slot_i[GT_SLOT_FIELDS * u + 2];
-                const i64 winners = spec_i[GT_SPEC_INTS * u + GT_SPEC_WINNERS + guess];
-                i64 composed = 0;
-                for (int g = 0; g < GT_FRONT_MAX; ++g) composed |= (i64)winner_of(winners, winner_of(route, g)) << (2 * g);
-                route = composed;
+                route = then_winners(route, spec_i[GT_SPEC_INTS * u + GT_SPEC_WINNERS + guess]);
             }
             for (int g = 0; g < in.n; ++g)
                 x[g] = spec_f[GT_SPEC_FLOATS * k + GT_SPEC_X + GT_FRONT_MAX * guess + g] +
@@ -1407,7 +1423,7 @@ segment_finish(const int* __restrict__ state, const int* __restrict__ check, con
             slot_fronts(front_n, front_off, n_anchors, t, next, &out, &in);
             const int at = front_index(out, entry);
             if (own[GT_EST_FLAGS] & 4) {  // a segment at a time
-                entry = own[GT_EST_MAP + (at >= 0 ? at : 4)];
+                entry = own[GT_EST_MAP + (at >= 0 ? at : GT_FRONT_MAX)];
                 t = slot_i[GT_SLOT_FIELDS * own[GT_EST_HEAD_OF] + 2];
             } else {
                 entry = in.n > 1 && at >= 0 ? __ldcg(class_i + GT_CLASS_INTS * t + 2 + at) : 0;

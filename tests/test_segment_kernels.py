@@ -325,10 +325,10 @@ def test_segment_rows_forced_cuts(monkeypatch, compat, chunk):
 
 @pytest.mark.parametrize("compat", [None, "jieba"])
 def test_segment_rows_forced_cuts_with_long_words(monkeypatch, compat):
-    """Dictionary words of 129 to 270 bytes (beyond a values-only solve's ring of 128 values) beside
-    一一 on runs of 一: anchors still cut at forced cuts (they did not while the longest word had 128
-    bytes or more: a run without cut points was one piece), a piece where such a word sits or
-    reaches past the ring gets no class table and is solved exactly. The reference's words."""
+    """Dictionary words of 129 to 270 bytes beside 一一 on runs of 一: anchors still cut at forced
+    cuts (they did not while the longest word had 128 bytes or more: a run without cut points was
+    one piece), pieces where such a word sits get class tables (they did not while a values-only
+    solve kept 128 values: each was solved exactly in the run's walk). The reference's words."""
     import gpu_text.cuda_ops.segment as launchers
     from tests.emulated_backend import emulated_backend
 
@@ -520,8 +520,9 @@ def test_segment_resolve_walk_without_a_step_per_piece(monkeypatch, kind):
 @pytest.mark.parametrize("compat", [None, "jieba"])
 @pytest.mark.parametrize("long_chars", [30, 45])
 def test_segment_rows_long_dictionary_words(monkeypatch, compat, long_chars):
-    """A dictionary word of 90 bytes (class solves keep the last 128 values) or 135 bytes (no class
-    tables: every piece of a long run is solved exactly in turn, still the reference's words)."""
+    """A dictionary word of 90 or 135 bytes (class solves keep the last GT_RING values; while they kept
+    128, a piece with the 135-byte word got no class table and was solved exactly in turn): the
+    reference's words."""
     import gpu_text.cuda_ops.segment as launchers
     from tests.emulated_backend import emulated_backend
 

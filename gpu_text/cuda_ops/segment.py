@@ -121,7 +121,7 @@ SPEC_INTS = 3 * GUESSES + 3
 COUNTERS = 6
 # segment_pieces' estimates per slot (GT_EST_FLOATS, GT_EST_INTS).
 EST_FLOATS = FRONT_MAX * FRONT_MAX + 2 + FRONT_MAX + 2
-EST_INTS = 10
+EST_INTS = FRONT_MAX + 6
 
 
 def _group_anchors(n_anchors: int) -> int:

@@ -1,0 +1,68 @@
+"""The fused segmentation's hard runs stay bounded (issue 16): a run whose anchors only find forced
+cuts with wide frontiers, and a run whose pieces hold dictionary words of more than 128 bytes.
+Each runs a line of 256 KB and one of 1 MB through the emulated kernels, checks the Numba twin's
+words, and checks that no kernel's longest thread grows with the line beyond the run's walk
+(about sqrt(pieces) steps): before, one thread solved the whole run or every piece in turn."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpu_text.backend import get_backend
+from gpu_text.batch import TextBatch
+from gpu_text.segment import Dictionary, Segmenter
+from tests.test_segment_kernels import ROW_KERNELS, assert_arrays_equal, run_segment_rows, segment_rows_args
+
+
+def longest_threads(segmenter: Segmenter, line: str) -> dict[str, int]:
+    """Every segment_* kernel's longest thread on ``line`` (one row), after checking the emulated
+    kernels' words against the Numba twin's."""
+    from tests.emulated_backend import emulated_backend
+
+    batch = TextBatch.from_strings([line])
+    cpu = get_backend("cpu")
+    want = cpu.op("segment", "segment_rows")(*segment_rows_args(segmenter, batch, cpu))
+    be = emulated_backend()
+    assert_arrays_equal(run_segment_rows(segmenter, segment_rows_args(segmenter, batch, be), be), want)
+    module = be.runtime.module("segment")
+    return {name: module.get_function(name).last_max_steps for name in ROW_KERNELS}
+
+
+def steps_at_two_sizes(segmenter: Segmenter, unit: str) -> tuple[dict[str, int], dict[str, int]]:
+    """Longest threads on ``unit`` repeated to 256 KB and to 1 MB."""
+    sizes = []
+    for kib in (256, 1024):
+        chars = (kib << 10) // 3
+        line = (unit * (chars // len(unit) + 1))[:chars]
+        sizes.append(longest_threads(segmenter, line))
+    return sizes[0], sizes[1]
+
+
+def assert_bounded(small: dict[str, int], large: dict[str, int], piece_work: float) -> None:
+    """Four times the line: no kernel's longest thread beyond a piece's work, and none grown by more
+    than the walk's extra steps (a walk of a step per piece would add 3 x 384 pieces' worth)."""
+    import gpu_text.cuda_ops.segment as launchers
+
+    pieces = (1 << 20) // launchers.CHUNK_BYTES
+    for name in ROW_KERNELS:
+        assert large[name] <= piece_work, (name, small, large)
+        assert large[name] <= small[name] + 2 * pieces, (name, small, large)
+
+
+def test_long_dictionary_words_on_a_megabyte_line():
+    """A 50-character word (150 bytes) of 一 and 丁 repeated with runs of 一 between, under 一一,
+    一一一 and 丁一: words cross most boundaries, so anchors cut at forced cuts, and every piece
+    holds the long word. While a values-only solve kept 128 values, no piece got a class table and
+    segment_resolve solved each in turn: 1,403,313 steps at 256 KB, 5,663,110 at 1 MB; now 22,614
+    and 22,814 (an exact solve next to the run's end)."""
+    import gpu_text.cuda_ops.segment as launchers
+
+    rng = np.random.default_rng(3)
+    long_word = "".join(rng.choice(["一", "丁"], 50, p=[0.8, 0.2]))
+    words = sorted(["一一", "一一一", "丁一", long_word])
+    segmenter = Segmenter(Dictionary(words, np.array([5, 3, 2, 4], np.int64), 20))
+    assert segmenter.max_word_bytes == 150
+    small, large = steps_at_two_sizes(segmenter, long_word + "一" * 7)
+    print("longest threads, 150-byte words: 256 KB", small, "1 MB", large)
+    # a piece (up to a chunk and a half) solved with a trie walk of up to the longest word per character
+    piece_work = 1.5 * launchers.CHUNK_BYTES / 3 * segmenter.max_word_bytes
+    assert_bounded(small, large, piece_work)
