@@ -143,17 +143,17 @@ lattice_emit(const i64* __restrict__ span_starts, const i64* __restrict__ span_e
 //                     (the first pass's scan of the tile's values from head 0, lattice_heads), then
 //                     from the first pass's estimate; a scan: estimates and errors (lattice_heads).
 //   lattice_settle    per (piece, class): one class solve (at most two, around a binade edge).
-//   lattice_settle_front  per (piece with a forced cut, entry, class): one class solve; per (group of
-//                     anchors, guess): the guess's walks over the segments in the group (at most a
-//                     group of steps, about sqrt(anchors); below).
+//   lattice_settle_front  per (piece with a forced cut, entry, class): one class solve.
 //   lattice_zone_split    per piece with a forced cut: where its scores cross one binade edge, its
 //                     zone (two passes from the estimates) and the frontiers at the zone's ends.
 //   lattice_settle_zone   per (split piece, entry, class of 2): a class solve of each part.
-//   lattice_resolve   per long span: from its start, each piece's exact head (or entries) by its table
-//                     (a jump per segment where a guess's walk matches, else a step per piece; a split
-//                     piece's zone solved exactly), an exact solve where no valid entry exists.
+//   lattice_resolve   a tile of anchors a block: the pieces' steps as max-plus matrices scanned in
+//                     segments (between pieces of other kinds, in one binade) with the bounds their
+//                     tables' windows put on each segment's start; per long span, from its start, a
+//                     jump per segment whose bounds hold, else a step per piece by its table (a split
+//                     piece's zone solved exactly, an exact solve where no valid entry exists; below).
 //   lattice_finish    per piece: the exact solve from its exact head or entries (table-settled
-//                     pieces; one jumped over: its guess's head plus the jump's shift), from each exit
+//                     pieces; one in a jumped segment: its product applied to the segment's start), from each exit
 //                     the route back to its start (entry, tokens), a tile of pieces a block; a scan
 //                     from the last anchor: each piece's exit and tokens after it (finish_scans).
 //   lattice_emit_pieces  per piece: its tokens from its exit (a step per token).
@@ -671,9 +671,26 @@ lattice_cuts(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, const
 // along (whole numbers). A product: M (row-major), bytes, pieces, and 1 where its range holds a span's
 // second piece (it then starts from the span's first piece, x = 0).
 #define GT_LMP 19
-// counter: long spans, then the tile counters of lattice_estimate's two passes and lattice_finish;
-// after them the tile flags of the scans (tile_scan.cuh): rough heads, estimates (twice), exits
-#define GT_LCOUNTERS 4
+// later = later q, max-plus products of GT_LFRONT x GT_LFRONT matrices (row-major), row by row: a row
+// of the product needs only that row of later.
+__device__ __forceinline__ void maxplus_after(double* later, const double* q) {
+    for (int j = 0; j < GT_LFRONT; ++j) {
+        double y[GT_LFRONT];
+        for (int c = 0; c < GT_LFRONT; ++c) {
+            y[c] = GT_LATTICE_NEG_INF;
+            for (int i = 0; i < GT_LFRONT; ++i) {
+                const double v = later[GT_LFRONT * j + i] + q[GT_LFRONT * i + c];
+                y[c] = v > y[c] ? v : y[c];
+            }
+        }
+        for (int c = 0; c < GT_LFRONT; ++c) later[GT_LFRONT * j + c] = y[c];
+    }
+}
+
+// counter: long spans, then the tile counters of lattice_estimate's two passes, lattice_finish and
+// lattice_resolve; after them the tile flags of the scans (tile_scan.cuh): rough heads, estimates
+// (twice), exits, segments; then per span the tiles of its pieces lattice_resolve has scanned
+#define GT_LCOUNTERS 5
 
 struct HeadSteps {
     i64 n_anchors;
@@ -776,20 +793,10 @@ struct HeadScan {
     __device__ __forceinline__ static void identity(double* p) {
         for (int m = 0; m < GT_LMP; ++m) p[m] = m < 16 && m % (GT_LFRONT + 1) ? GT_LATTICE_NEG_INF : 0.0;
     }
-    // later = later q (row by row: a row of the product needs only that row of later)
+    // later = later q
     __device__ __noinline__ static void join(double* later, const double* q) {
         if (later[18] != 0.0) return;  // it starts at a span's first piece: q is an earlier span's
-        for (int j = 0; j < GT_LFRONT; ++j) {
-            double y[GT_LFRONT];
-            for (int c = 0; c < GT_LFRONT; ++c) {
-                y[c] = GT_LATTICE_NEG_INF;
-                for (int i = 0; i < GT_LFRONT; ++i) {
-                    const double v = later[GT_LFRONT * j + i] + q[GT_LFRONT * i + c];
-                    y[c] = v > y[c] ? v : y[c];
-                }
-            }
-            for (int c = 0; c < GT_LFRONT; ++c) later[GT_LFRONT * j + c] = y[c];
-        }
+        maxplus_after(later, q);
         later[16] += q[16];
         later[17] += q[17];
         later[18] = q[18];
@@ -827,14 +834,14 @@ __device__ __noinline__ void lattice_heads(i64 tile, i64 n_anchors, i64 n_long, 
     if (tile * GT_BLOCK < n_anchors) tile_scan(HeadScan{steps, pass, precision}, n_anchors, tile, flags, nodes);
 }
 
-// Per thread: one piece (grid-stride over the spans, then the anchors). Work: its bytes and edges,
-// once (and the anchors it passes without a cut).
+// Per thread: one piece (grid-stride over the spans, then the anchors; span_first[s]: long span s's
+// first piece's slot). Work: its bytes and edges, once (and the anchors it passes without a cut).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 lattice_pieces(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, const i64* __restrict__ cuts,
                const i64* __restrict__ cut_spans, const i64* __restrict__ scratch_offsets, u64* __restrict__ counter,
                i64* __restrict__ slot_i, double* __restrict__ slot_f, double* __restrict__ score,
                i64* __restrict__ route, int* __restrict__ value, const int* __restrict__ front_n,
-               const int* __restrict__ front_off, double* __restrict__ vec_f) {
+               const int* __restrict__ front_off, double* __restrict__ vec_f, i64* __restrict__ span_first) {
     LATTICE_G;
     const i64 stride = (i64)gridDim.x * blockDim.x;
     for (i64 r = global_thread_index(); r < n_spans + n_anchors; r += stride) {
@@ -860,7 +867,10 @@ lattice_pieces(LATTICE_ARGS, i64 long_bytes, i64 chunk_bytes, i64 n_anchors, con
         fields[1] = b;
         fields[2] = next;
         fields[5] = s;
-        if (span_start) fields[3] = -1;
+        if (span_start) {
+            fields[3] = -1;
+            span_first[s] = slot;
+        }
         if (next >= 0) slot_i[GT_LSLOT_I * next + 3] = slot;
         const i64 row = scratch_offsets[s];
         const LFront in = lattice_front(front_n, front_off, span_start ? -1 : slot);
@@ -1149,35 +1159,6 @@ lattice_settle(LATTICE_ARGS, i64 n_slots, const i64* __restrict__ slot_i, double
     }
 }
 
-// ---- the span's walk in segments (no thread steps through a whole long span)
-// lattice_resolve's walk applies each piece's table to its exact head in turn, x' = x + delta[class
-// of x], a step per piece. Its pieces are grouped into segments (the pieces at anchors of one group
-// of `group` anchors, a power of two next to sqrt(anchors)), and each segment is walked ahead from
-// guesses in parallel (lattice_settle_front's first threads, one per group and guess): guess q's
-// walk starts at a scalar piece v from x_g = (its estimate rounded down to a multiple of the modulus
-// M = 16 units of its binade) + q units and applies the tables as lattice_resolve does, until a
-// piece whose table does not apply (or a split piece, a forced cut, a table of classes wider than
-// M, the segment's end: its stop); after a stop a new walk starts at the next scalar piece. Per
-// walk: the largest |s| (slack) for which every x_g + s it passed and its exit keep their binade
-// and class, the estimate's error and each sum's exactness (|s| within each value's room in its
-// binade, every spacing and class width dividing M). lattice_resolve at a walk's start v with exact
-// head x jumps to its stop when s = x - x_g is exact, a multiple of M and |s| <= slack: the exit
-// plus s there, bit for bit the steps it skips (each applied its table to x_g + s: the same binade,
-// class and delta, the sum x_g + s + delta exact). lattice_finish gives each piece jumped over its
-// guess's x plus the jump's s. A span's walk: a jump per segment where a guess matches, a step per
-// piece where none does (pieces with forced cuts: a step each, as before).
-#define GT_LGUESSES 16
-#define GT_LSPEC_X 0                                // guess q's x at this piece
-#define GT_LSPEC_EXIT GT_LGUESSES                   // a walk's start: its x at its stop
-#define GT_LSPEC_SLACK (2 * GT_LGUESSES)            // a walk's start: the largest |s| it allows
-#define GT_LSPEC_MOD (3 * GT_LGUESSES)              // a walk's start: its modulus M
-#define GT_LSPEC_SHIFT (4 * GT_LGUESSES)            // the s lattice_resolve jumped by from here
-#define GT_LSPEC_F (4 * GT_LGUESSES + 1)
-#define GT_LSPEC_STOP 0                             // per guess: its walk's stop from here (-2: no walk starts here)
-#define GT_LSPEC_START GT_LGUESSES                  // per guess: the start of its walk over this piece (-1: none)
-#define GT_LSPEC_JUMP (2 * GT_LGUESSES)             // the guess lattice_resolve jumped by from here (-1: none)
-#define GT_LSPEC_I (2 * GT_LGUESSES + 1)
-
 // A scalar piece's table step from x (floats: its slot_f, cls: its class_i): x + delta[class of x],
 // NaN where the table does not apply (another binade, out of the estimate's error, no delta, an
 // inexact sum).
@@ -1190,93 +1171,16 @@ __device__ __forceinline__ double lattice_table_at(double x, const double* float
     return !isnan(delta) && lattice_exact_sum(x, delta, sum) ? sum : nan("");
 }
 
-// How far y may shift by multiples of `modulus` keeping its binade (y + s exactly representable):
-// -1 when y is not finite and nonzero or its spacing does not divide the modulus.
-__device__ __forceinline__ double lattice_room(double y, double modulus, int precision) {
-    if (!(isfinite(y) && y != 0.0)) return -1.0;
-    const int f = lattice_binade(y);
-    const double spacing = ldexp(1.0, f - precision), size = fabs(y);
-    if (spacing > modulus) return -1.0;
-    return fmin(size - ldexp(1.0, f - 1), ldexp(1.0, f) - spacing - size);
-}
-
-// A walk's end at `stop` (its x there, the slack of the pieces it passed).
-__device__ __forceinline__ void lattice_walk_end(double* spec_f, i64* spec_i, i64 v, int q, i64 stop, double x,
-                                                 double slack, double modulus, int precision) {
-    spec_i[GT_LSPEC_I * v + GT_LSPEC_STOP + q] = stop;
-    spec_f[GT_LSPEC_F * v + GT_LSPEC_EXIT + q] = x;
-    spec_f[GT_LSPEC_F * v + GT_LSPEC_SLACK + q] = fmin(slack, lattice_room(x, modulus, precision));
-    spec_f[GT_LSPEC_F * v + GT_LSPEC_MOD + q] = modulus;
-}
-
-// Guess q's walks over the segment headed by piece k (the first of its span's pieces in k's group).
-__device__ __forceinline__ void lattice_guess_walks(const i64* slot_i, const double* slot_f, const i64* class_i,
-                                                    i64 n_anchors, i64 group, i64 k, int q, int precision,
-                                                    double* spec_f, i64* spec_i) {
-    i64 v = -1;  // the current walk's start (-1: none)
-    double x = 0.0, slack = 0.0, modulus = 0.0;
-    i64 t = k;
-    for (; t >= 0 && t < n_anchors && t / group == k / group; t = slot_i[GT_LSLOT_I * t + 2]) {
-        GT_STEP();
-        const double* floats = slot_f + GT_LSLOT_F * t;
-        const bool scalar = slot_i[GT_LSLOT_I * t + 4] == GT_LSLOT_PENDING && class_i[4 * t + 2] < 0;
-        spec_i[GT_LSPEC_I * t + GT_LSPEC_STOP + q] = -2;
-        spec_i[GT_LSPEC_I * t + GT_LSPEC_START + q] = -1;
-        if (q == 0) spec_i[GT_LSPEC_I * t + GT_LSPEC_JUMP] = -1;
-        if (v < 0 && scalar) {
-            const double unit = ldexp(1.0, lattice_binade(floats[3]) - precision);
-            modulus = GT_LGUESSES * unit;
-            x = floor(floats[3] / modulus) * modulus + q * unit;
-            slack = -GT_LATTICE_NEG_INF;
-            v = t;
-        }
-        if (v < 0) continue;
-        const double next = scalar ? lattice_table_at(x, floats, class_i + 4 * t, precision) : nan("");
-        const double width = class_i[4 * t + 1] * ldexp(1.0, (int)class_i[4 * t] - precision);
-        if (isnan(next) || width > modulus) {  // piece t is lattice_resolve's step; a new walk after it
-            lattice_walk_end(spec_f, spec_i, v, q, t, x, slack, modulus, precision);
-            v = -1;
-            continue;
-        }
-        // every x_g + s within the error too (rounding of the margin: a few ulps of the error)
-        const double margin = floats[4] - fabs(x - floats[3]) - ldexp(floats[4], -48);
-        slack = fmin(slack, fmin(margin, lattice_room(x, modulus, precision)));
-        spec_f[GT_LSPEC_F * t + GT_LSPEC_X + q] = x;
-        spec_i[GT_LSPEC_I * t + GT_LSPEC_START + q] = v;
-        x = next;
-    }
-    if (v >= 0) lattice_walk_end(spec_f, spec_i, v, q, t, x, slack, modulus, precision);
-}
-
-// Guess q's walks over the segments in anchor group j: those its span's pieces in the group make.
-__device__ __noinline__ void lattice_guess_group(const i64* slot_i, const double* slot_f, const i64* class_i,
-                                                 i64 n_anchors, i64 group, i64 j, int q, int precision,
-                                                 double* spec_f, i64* spec_i) {
-    for (i64 k = j * group; k < n_anchors && k < (j + 1) * group; ++k) {
-        GT_STEP();
-        const i64 previous = slot_i[GT_LSLOT_I * k + 3];
-        if (slot_i[GT_LSLOT_I * k + 4] != 0 && (previous >= n_anchors || previous / group != j))
-            lattice_guess_walks(slot_i, slot_f, class_i, n_anchors, group, k, q, precision, spec_f, spec_i);
-    }
-}
-
 // Per thread: one class of one entry of a pending piece with a forced cut at either end (thread
-// (k * GT_LFRONT + entry) * GT_LCLASSES + c): one values-only solve (settle_front). First, thread
-// j * GT_LGUESSES + q of the first groups' worth: guess q's walks over the segments in anchor group j
-// (lattice_guess_group: at most a group of steps and its anchors; a kernel of its own would be one
-// launch more, the guesses need lattice_settle's tables and lattice_resolve reads them).
+// (k * GT_LFRONT + entry) * GT_LCLASSES + c): one values-only solve (settle_front).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK)
 lattice_settle_front(LATTICE_ARGS, i64 n_anchors, i64 n_slots, const i64* __restrict__ slot_i,
                      const int* __restrict__ front_n, const int* __restrict__ front_off, double* __restrict__ vec_f,
-                     i64* __restrict__ vec_i, const double* __restrict__ slot_f, const i64* __restrict__ class_i,
-                     i64 group, double* __restrict__ spec_f, i64* __restrict__ spec_i) {
+                     i64* __restrict__ vec_i) {
     const i64 thread = global_thread_index();
     const i64 k = thread / (GT_LFRONT * GT_LCLASSES);
     const int live = (int)(thread / GT_LCLASSES % GT_LFRONT);
     const int c = (int)(thread % GT_LCLASSES);
-    if (thread < (n_anchors + group - 1) / group * GT_LGUESSES)
-        lattice_guess_group(slot_i, slot_f, class_i, n_anchors, group, thread / GT_LGUESSES,
-                            (int)(thread % GT_LGUESSES), (mode & GT_LATTICE_FLOAT32) ? 24 : 53, spec_f, spec_i);
     if (k >= n_slots || slot_i[GT_LSLOT_I * k + 4] != GT_LSLOT_PENDING_FRONT) return;
     LATTICE_G;
     const LFront in = lattice_front(front_n, front_off, k < n_anchors ? k : -1);
@@ -1406,93 +1310,365 @@ __device__ __forceinline__ void resolve_front(const LatticeArgs& g, i64 s, i64 b
     for (int j = 0; j < GT_LFRONT; ++j) xs[j] = y[j];
 }
 
-// lattice_resolve at piece t with exact head x: the stop of a walk from t whose guess matches (the
-// guess and s kept for lattice_finish; x becomes its exit plus s), or -2 (none).
-__device__ __noinline__ i64 lattice_jump(double* spec_f, i64* spec_i, i64 t, double x) {
-    double* f = spec_f + GT_LSPEC_F * t;
-    for (int q = 0; q < GT_LGUESSES; ++q) {
-        const i64 stop = spec_i[GT_LSPEC_I * t + GT_LSPEC_STOP + q];
-        if (stop == -2 || stop == t) continue;
-        const double guess = f[GT_LSPEC_X + q], s = x - guess;
-        if (guess + s == x && lattice_exact_sum(guess, s, x) && fabs(s) <= f[GT_LSPEC_SLACK + q] &&
-            fmod(s, f[GT_LSPEC_MOD + q]) == 0.0) {
-            spec_i[GT_LSPEC_I * t + GT_LSPEC_JUMP] = q;
-            f[GT_LSPEC_SHIFT] = s;
-            return stop;
-        }
-    }
-    return -2;
+// ---- the span's walk by segments (no thread steps through a whole long span)
+// lattice_resolve's walk applies each piece's table to its exact entries, a step per piece: exit j's
+// value max over entries i of x[i] + D[j][i][class of x[i]], exact where every x[i] lies within its
+// table's window (its estimate's error, its binade e: there each score of the piece shifts by exactly
+// what its entry shifts). Where a piece's deltas are the same for both classes (no tie among its
+// roundings: the rule), none positive and each a multiple of binade e's spacing, its step is a
+// max-plus product y = M x, and such steps compose: x_k = P_k E, E the exits of the segment's head (a
+// span's first piece, or a boundary: a piece of any other kind, stepped as before) and P_k the
+// product of the segment's matrices before piece k. The products' sums are exact where it matters:
+// their terms are multiples of the spacing, so a sum below 2^e in size is exact, and with no positive
+// term its partial sums are no larger; a larger one (of a path far below the best) may round, but
+// never above -2^e, so it cannot win a max whose true value lies in the binade. lattice_resolve's
+// blocks scan the anchors' pieces by tiles (tile_scan.cuh; a boundary restarts the product), and each
+// put turns piece k's windows [lo, hi] into bounds on its head's E: x_k[i] <= hi exactly when E[j] <=
+// hi - P_k[i][j] for every j (min over the segment), and x_k[i] >= lo when E[w] >= lo - P_k[i][w], w
+// the exit its segment's estimates make the best (a sufficient bound, max over the segment), both
+// rounded inwards. A span's walk (the thread of its last piece, once every tile of its pieces is
+// scanned): where E meets its segment's bounds, every piece of it would have applied its table (by
+// induction, each x_k exact and within its window), so it jumps to the boundary b after the segment
+// (entries P_b E) and steps b; where E does not, it steps each piece of the segment, as before. A
+// walk: a step per segment (binade changes, ties, zones, exact solves) where the bounds hold.
+// lattice_finish gives each piece of a jumped segment its entries P_k E.
+#define GT_LSEG_W 17  // a product: P (GT_LFRONT x GT_LFRONT, row-major: row i the entry i of the piece
+                      // after the range, column j the head's exit j), then the head slot where the
+                      // range restarts the segment (-1: it does not)
+#define GT_LSEG_I 4   // per slot: its segment's head (anchors), the boundary ending the segment it heads
+                      // (-1: none), 1 where the walk jumped the segment it heads, 1 for a segment piece
+
+// GT_LSEG_NO_JUMPS (tests/test_lattice_resolve_steps.py only) steps every piece of every segment.
+#if defined(GT_LSEG_NO_JUMPS) && !defined(CUDA_EMU)
+#error "GT_LSEG_NO_JUMPS is for the CPU emulator's tests only"
+#endif
+
+// Order-preserving keys of doubles (not NaN): keys compare as unsigned as their doubles do.
+__device__ __forceinline__ u64 order_key(double x) {
+    const u64 bits = (u64)__double_as_longlong(x);
+    return bits >> 63 ? ~bits : bits | (1ull << 63);
 }
 
-// Per thread: one long span: its pieces (a jump per segment where a guess's walk matches, else a step
-// per piece) and an exact solve of each piece without a valid table entry; each piece stepped over
-// gets its exact head in slot_f for lattice_finish (a piece jumped over: from its guess's).
+__device__ __forceinline__ double order_value(u64 key) {
+    return __longlong_as_double((long long)(key >> 63 ? key & ~(1ull << 63) : ~key));
+}
+
+// The tables lattice_resolve's scan reads (written by the launches before it).
+struct SegTables {
+    i64 n_anchors;
+    const i64* slot_i;
+    const double* slot_f;
+    const i64* class_i;
+    const double* vec_f;
+    const i64* vec_i;
+    const int* front_n;
+    const int* front_off;
+    int precision;
+
+    __device__ __forceinline__ LFront in(i64 t) const { return lattice_front(front_n, front_off, t); }
+    __device__ __forceinline__ LFront out(i64 t) const {
+        return lattice_front(front_n, front_off, slot_i[GT_LSLOT_I * t + 2]);
+    }
+    __device__ __forceinline__ bool vector(i64 t) const { return in(t).n > 1 || out(t).n > 1; }
+    __device__ __forceinline__ double estimate(i64 t, int i) const {
+        return vector(t) ? vec_f[GT_LVF * t + 40 + i] : slot_f[GT_LSLOT_F * t + 3];
+    }
+    // Whether anchor piece t steps by a matrix (its deltas into m, -inf where no path, unless null),
+    // all of its entries' tables of two classes of binade *e and no zone.
+    __device__ bool matrix(i64 t, int* e, double* m) const {
+        const i64 state = slot_i[GT_LSLOT_I * t + 4];
+        const double* d;  // class 0's delta of (exit j, entry i) at d[stride (GT_LFRONT j + i)], class 1's after
+        int stride = 0;
+        if (state == GT_LSLOT_PENDING_FRONT) {
+            const i64* vi = vec_i + GT_LVI * t;
+            *e = (int)vi[8];
+            for (int i = 0; i < in(t).n; ++i)
+                if (vi[22] == 1 || vi[8 + 2 * i] != *e || vi[9 + 2 * i] != 2) return false;
+            d = vec_f + GT_LVF * t + 52;
+            stride = GT_LCLASSES;
+        } else if (state == GT_LSLOT_PENDING) {
+            const i64* ci = class_i + 4 * t;
+            *e = (int)ci[0];
+            if (ci[1] != 2 || ci[2] >= 0) return false;
+            d = slot_f + GT_LSLOT_F * t + 6;
+        } else {
+            return false;
+        }
+        const double unit = ldexp(1.0, *e - precision);
+        const LFront fi = in(t), fo = out(t);
+        for (int q = 0; m && q < GT_LFRONT * GT_LFRONT; ++q) m[q] = GT_LATTICE_NEG_INF;
+        for (int j = 0; j < fo.n; ++j) {
+            for (int i = 0; i < fi.n; ++i) {
+                const double a = d[stride * (GT_LFRONT * j + i)], b = d[stride * (GT_LFRONT * j + i) + 1];
+                if (!(a == b) || a > 0.0 || (a != GT_LATTICE_NEG_INF && fmod(a, unit) != 0.0)) return false;
+                if (m) m[GT_LFRONT * j + i] = a;
+            }
+        }
+        return true;
+    }
+    // Where piece t's table holds for entry i's exact value: [*lo, *hi], its estimate's error within
+    // binade e, rounded inwards (empty where the estimate is not finite).
+    __device__ __forceinline__ void window(i64 t, int i, int e, double* lo, double* hi) const {
+        const double est = estimate(t, i);
+        const double err = vector(t) ? vec_f[GT_LVF * t + 44 + i] : slot_f[GT_LSLOT_F * t + 4];
+        const double edge = ldexp(1.0, e), half = ldexp(1.0, e - 1), unit = ldexp(1.0, e - precision);
+        *lo = -GT_LATTICE_NEG_INF;
+        *hi = GT_LATTICE_NEG_INF;
+        if (!(isfinite(est) && isfinite(err))) return;
+        *lo = fmax(nextafter(est - err, -GT_LATTICE_NEG_INF), est < 0.0 ? unit - edge : half);
+        *hi = fmin(nextafter(est + err, GT_LATTICE_NEG_INF), est < 0.0 ? -half : edge - unit);
+    }
+};
+
+// tile_scan's operator over the anchors: element k is piece k's matrix (a segment piece) or a restart
+// at k (a boundary: identity, head k); where k is its span's second piece, the segment restarts at
+// the span's first piece. put records each piece's product P_k and head, links each boundary to the
+// head before it and adds a segment piece's bounds to its head's.
+struct SegScan {
+    using T = double;
+    static constexpr int W = GT_LSEG_W;
+    SegTables t;
+    double* seg_p;  // per anchor: P_k
+    i64* seg_i;     // per slot: GT_LSEG_I
+    u64* seg_c;     // per head: keys of the bounds on its exits, upper (min) then lower (max)
+
+    __device__ __forceinline__ static void identity(double* p) {
+        for (int m = 0; m < GT_LFRONT * GT_LFRONT; ++m) p[m] = m % (GT_LFRONT + 1) ? GT_LATTICE_NEG_INF : 0.0;
+        p[GT_LSEG_W - 1] = -1.0;
+    }
+    __device__ __noinline__ static void join(double* later, const double* q) {
+        if (later[GT_LSEG_W - 1] >= 0.0) return;  // the segment restarts inside later
+        maxplus_after(later, q);
+        later[GT_LSEG_W - 1] = q[GT_LSEG_W - 1];
+    }
+    // Head h: no boundary after it yet, bounds that hold for any exits.
+    __device__ __forceinline__ void start_head(i64 h) const {
+        seg_i[GT_LSEG_I * h + 1] = -1;
+        for (int j = 0; j < GT_LFRONT; ++j) {
+            seg_c[2 * GT_LFRONT * h + j] = order_key(-GT_LATTICE_NEG_INF);
+            seg_c[2 * GT_LFRONT * h + GT_LFRONT + j] = order_key(GT_LATTICE_NEG_INF);
+        }
+    }
+    __device__ __noinline__ void element(i64 k, double* p) const {
+        identity(p);
+        if (t.slot_i[GT_LSLOT_I * k + 4] == 0) return;  // no cut at this anchor
+        const i64 before = t.slot_i[GT_LSLOT_I * k + 3];
+        int e, e_before;
+        bool segment = t.matrix(k, &e, p);
+        // a new binade is a boundary: a product's sums share one spacing
+        if (segment && before < t.n_anchors && t.matrix(before, &e_before, nullptr) && e_before != e) segment = false;
+        seg_i[GT_LSEG_I * k + 3] = segment;
+        if (!segment) {
+            identity(p);
+            p[GT_LSEG_W - 1] = (double)k;
+            start_head(k);
+        } else if (before >= t.n_anchors) {
+            p[GT_LSEG_W - 1] = (double)before;
+        }
+        if (before >= t.n_anchors) start_head(before);
+    }
+    __device__ __noinline__ void put(i64 k, double* p) const {
+        if (t.slot_i[GT_LSLOT_I * k + 4] == 0) return;
+        const i64 before = t.slot_i[GT_LSLOT_I * k + 3];
+        if (before >= t.n_anchors) identity(p);  // its span's second piece: the first piece's exits
+        const i64 h = before >= t.n_anchors ? before : (i64)p[GT_LSEG_W - 1];
+        seg_i[GT_LSEG_I * k] = h;
+        for (int m = 0; m < GT_LFRONT * GT_LFRONT; ++m) seg_p[GT_LFRONT * GT_LFRONT * k + m] = p[m];
+        if (!seg_i[GT_LSEG_I * k + 3]) {  // a boundary ends h's segment
+            seg_i[GT_LSEG_I * h + 1] = k;
+            return;
+        }
+        int e;
+        t.matrix(k, &e, nullptr);
+        const i64 first = t.slot_i[GT_LSLOT_I * h + 2];  // the segment's first piece: its estimates pick w
+        const int n_e = t.in(first).n;
+        double upper[GT_LFRONT], lower[GT_LFRONT];
+        for (int j = 0; j < GT_LFRONT; ++j) {
+            upper[j] = -GT_LATTICE_NEG_INF;
+            lower[j] = GT_LATTICE_NEG_INF;
+        }
+        for (int i = 0; i < t.in(k).n; ++i) {
+            double lo, hi, best = GT_LATTICE_NEG_INF;
+            t.window(k, i, e, &lo, &hi);
+            int w = -1;
+            for (int j = 0; j < n_e; ++j) {
+                const double a = p[GT_LFRONT * i + j];
+                if (a == GT_LATTICE_NEG_INF) continue;
+                upper[j] = fmin(upper[j], nextafter(hi - a, GT_LATTICE_NEG_INF));
+                const double guess = a + t.estimate(first, j);
+                if (w < 0 || guess > best) {
+                    w = j;
+                    best = guess;
+                }
+            }
+            if (w < 0) lower[0] = -GT_LATTICE_NEG_INF;  // no path into entry i: never in its window
+            else lower[w] = fmax(lower[w], nextafter(lo - p[GT_LFRONT * i + w], -GT_LATTICE_NEG_INF));
+        }
+        for (int j = 0; j < n_e; ++j) {
+            if (upper[j] != -GT_LATTICE_NEG_INF) atomicMin(seg_c + 2 * GT_LFRONT * h + j, order_key(upper[j]));
+            if (lower[j] != GT_LATTICE_NEG_INF)
+                atomicMax(seg_c + 2 * GT_LFRONT * h + GT_LFRONT + j, order_key(lower[j]));
+        }
+    }
+};
+
+// What a span's walk reads and writes (lattice_resolve's arrays; passed by reference: the walk has no
+// registers to spare).
+struct WalkArrays {
+    const i64* scratch_offsets;
+    i64* slot_i;
+    double* slot_f;
+    const i64* class_i;
+    double* score;
+    i64* route;
+    int* value;
+    const int* front_n;
+    const int* front_off;
+    double* vec_f;
+    const i64* vec_i;
+    const double* seg_p;
+    double* seg_x;
+    i64* seg_i;
+    const u64* seg_c;
+};
+
+// lattice_resolve's step over piece t of span s (from begin, its scratch row `row`): its exits' exact
+// values from its entries' xs, in place (a piece without forced cuts: xs[0], its head), by its table
+// where it holds, else by an exact solve; what lattice_finish solves it from kept in its slot.
+__device__ __forceinline__ void resolve_piece(const LatticeArgs& g, const WalkArrays& w, i64 s, i64 begin, i64 row,
+                                           i64 t, double* xs) {
+    GT_STEP();
+    i64* slot_i = w.slot_i;
+    const i64* class_i = w.class_i;
+    const int* front_n = w.front_n;
+    const int* front_off = w.front_off;
+    double* score = w.score;
+    i64* route = w.route;
+    int* value = w.value;
+    const int precision = (g.mode & GT_LATTICE_FLOAT32) ? 24 : 53;
+    i64* fields = slot_i + GT_LSLOT_I * t;
+    double* floats = w.slot_f + GT_LSLOT_F * t;
+    const LFront in = lattice_front(front_n, front_off, t);
+    const LFront out = lattice_front(front_n, front_off, fields[2]);
+    if (in.n > 1 || out.n > 1) {
+        resolve_front(g, s, begin, row, fields, in, out, w.vec_f + GT_LVF * t, w.vec_i + GT_LVI * t, xs, score, route,
+                      value);
+        return;
+    }
+    const int e = (int)class_i[4 * t], classes = (int)class_i[4 * t + 1];
+    const i64 c1 = class_i[4 * t + 2], c2 = class_i[4 * t + 3];
+    const double x = xs[0];
+    floats[5] = x;
+    // a zone starting at the head: from the head itself
+    double next = c1 == fields[0] ? x : lattice_table_at(x, floats, class_i + 4 * t, precision);
+    if (!isnan(next) && classes > 0 && c1 >= 0) {  // a split piece: the zone exactly, then the part after
+        const double y = lattice_values(g, s, c1, c2, next, -1.0, 0, nullptr);
+        next = c2 == fields[1] ? y : nan("");
+        if (c2 < fields[1] && !isnan(y) && lattice_binade(y) == e + 1 && fabs(y - floats[14]) <= floats[15]) {
+            const int cls = (int)((long long)ldexp(y, precision - e - 1) & 1LL);
+            const double delta = floats[8 + cls];
+            const double sum = y + delta;
+            if (!isnan(delta) && lattice_exact_sum(y, delta, sum)) next = sum;
+        }
+    }
+    if (!isnan(next)) {
+        fields[4] = GT_LSLOT_CERTAIN;
+    } else {
+        lattice_solve(g, s, begin, fields[0], fields[1], x, score + row, route + row, value + row);
+        fields[4] = GT_LSLOT_EXACT;
+        next = score[row + fields[1] - begin];
+    }
+    xs[0] = next;
+    for (int j = 1; j < GT_LFRONT; ++j) xs[j] = GT_LATTICE_NEG_INF;
+}
+
+// The walk at head h (a span's first piece or a boundary; xs its exits, see above): its exits kept for
+// lattice_finish and whether they meet its segment's bounds (then xs becomes the entries of the
+// boundary after the segment). Returns the next piece to step, the boundary where the bounds hold,
+// else the segment's first piece (-1: none), and sets *stop to the boundary (-1: the span's end).
+__device__ __noinline__ i64 segment_head(const WalkArrays& w, i64 h, double* xs, i64* stop) {
+    GT_STEP();
+    const i64 k0 = w.slot_i[GT_LSLOT_I * h + 2], b = __ldcg(w.seg_i + GT_LSEG_I * h + 1);
+    *stop = b;
+    if (k0 < 0) return -1;
+    for (int j = 0; j < GT_LFRONT; ++j) w.seg_x[GT_LFRONT * h + j] = xs[j];
+    const int n_e = lattice_front(w.front_n, w.front_off, k0).n;
+    bool jump = true;
+    for (int j = 0; j < n_e; ++j) {
+        jump &= xs[j] <= order_value(__ldcg(w.seg_c + 2 * GT_LFRONT * h + j)) &&
+                xs[j] >= order_value(__ldcg(w.seg_c + 2 * GT_LFRONT * h + GT_LFRONT + j));
+    }
+#ifdef GT_LSEG_NO_JUMPS
+    jump = false;  // tests: the walk a step per piece that each jump stands for
+#endif
+    w.seg_i[GT_LSEG_I * h + 2] = jump;
+    if (!jump) return k0;
+    if (b >= 0) {  // b's entries: P_b E
+        double y[GT_LFRONT];
+        for (int i = 0; i < GT_LFRONT; ++i) {
+            y[i] = GT_LATTICE_NEG_INF;
+            for (int j = 0; j < n_e; ++j) {
+                const double v = xs[j] + __ldcg(w.seg_p + GT_LFRONT * (GT_LFRONT * b + i) + j);
+                y[i] = v > y[i] ? v : y[i];
+            }
+        }
+        for (int i = 0; i < GT_LFRONT; ++i) xs[i] = y[i];
+    }
+    return b;
+}
+
+// The walk of the long span whose first piece is slot `first`: from each head, a jump over its segment
+// where its exits meet the segment's bounds, else a step per piece of it; then the boundary after it.
+__device__ __forceinline__ void resolve_span(const LatticeArgs& g, const WalkArrays& w, i64 first) {
+    const i64 s = w.slot_i[GT_LSLOT_I * first + 5], begin = g.span_starts[s], row = w.scratch_offsets[s];
+    // the head's exits, kept in the first piece's vector (its entries are unused): the walk has no
+    // registers left for them
+    double* xs = w.vec_f + GT_LVF * first + 48;
+    const int n_first = lattice_front(w.front_n, w.front_off, w.slot_i[GT_LSLOT_I * first + 2]).n;
+    for (int j = 0; j < GT_LFRONT; ++j)
+        xs[j] = j < n_first ? w.vec_f[GT_LVF * first + GT_LFRONT * j] : GT_LATTICE_NEG_INF;
+    i64 stop;
+    for (i64 t = segment_head(w, first, xs, &stop); t >= 0;) {
+        resolve_piece(g, w, s, begin, row, t, xs);
+        t = t == stop ? segment_head(w, t, xs, &stop) : w.slot_i[GT_LSLOT_I * t + 2];
+    }
+}
+
+// Per block: a tile of anchors (in the order blocks start), their pieces scanned (SegScan); then per
+// long span, the thread of its last piece: its walk (resolve_span), once every tile holding its pieces
+// is scanned (counted per span, so the walk waits on earlier tiles only). Per thread: the scan's steps
+// (tile_scan.cuh) and, for a walk, a step per segment plus the steps of its boundaries (a table step,
+// a zone or an exact solve of a piece each) and of the segments whose bounds fail (a step per piece).
 extern "C" __global__ void __launch_bounds__(GT_BLOCK, 4)
-lattice_resolve(LATTICE_ARGS, i64 n_anchors, const u64* __restrict__ counter, const i64* __restrict__ scratch_offsets,
+lattice_resolve(LATTICE_ARGS, i64 n_anchors, u64* __restrict__ counter, const i64* __restrict__ scratch_offsets,
                 i64* __restrict__ slot_i, double* __restrict__ slot_f, const i64* __restrict__ class_i,
                 double* __restrict__ score, i64* __restrict__ route, int* __restrict__ value,
                 const int* __restrict__ front_n, const int* __restrict__ front_off, double* __restrict__ vec_f,
-                const i64* __restrict__ vec_i, double* __restrict__ spec_f, i64* __restrict__ spec_i) {
-    LATTICE_G;
-    const i64 n_long = (i64)counter[0];
-    const i64 stride = (i64)gridDim.x * blockDim.x;
+                const i64* __restrict__ vec_i, double* __restrict__ seg_p, double* __restrict__ seg_x,
+                i64* __restrict__ seg_i, u64* __restrict__ seg_c, const i64* __restrict__ span_first,
+                double* __restrict__ nodes) {
+    __shared__ i64 tile_slot;
+    const i64 tile = lookback_tile(counter + 4, &tile_slot);
+    const i64 n_tiles = (n_anchors + GT_BLOCK - 1) / GT_BLOCK;
     const int precision = (mode & GT_LATTICE_FLOAT32) ? 24 : 53;
-    for (i64 r = global_thread_index(); r < n_long; r += stride) {
-        const i64 first = n_anchors + r;
-        const i64 s = slot_i[GT_LSLOT_I * first + 5], begin = span_starts[s], row = scratch_offsets[s];
-        // exact: the first piece's score at its end (at each position of its end's frontier), then the
-        // exits of the pieces with forced cuts, kept in the first piece's vector (its entries are unused:
-        // not in registers, which the walk has none left for)
-        double* xs = vec_f + GT_LVF * first + 48;
-        for (int j = 0; j < GT_LFRONT; ++j) xs[j] = vec_f[GT_LVF * first + GT_LFRONT * j];
-        double x = slot_f[GT_LSLOT_F * first];
-        for (i64 t = slot_i[GT_LSLOT_I * first + 2], after; t >= 0; t = after) {
-            GT_STEP();
-            after = lattice_jump(spec_f, spec_i, t, x);
-            if (after != -2) {
-                const double* f = spec_f + GT_LSPEC_F * t;
-                x = f[GT_LSPEC_EXIT + spec_i[GT_LSPEC_I * t + GT_LSPEC_JUMP]] + f[GT_LSPEC_SHIFT];
-                continue;
-            }
-            after = slot_i[GT_LSLOT_I * t + 2];
-            i64* fields = slot_i + GT_LSLOT_I * t;
-            double* floats = slot_f + GT_LSLOT_F * t;
-            {
-                const LFront in = lattice_front(front_n, front_off, t);
-                const LFront out = lattice_front(front_n, front_off, fields[2]);
-                if (in.n > 1 || out.n > 1) {
-                    if (in.n == 1) xs[0] = x;
-                    resolve_front(g, s, begin, row, fields, in, out, vec_f + GT_LVF * t, vec_i + GT_LVI * t, xs,
-                                  score, route, value);
-                    x = xs[0];
-                    continue;
-                }
-            }
-            const int e = (int)class_i[4 * t], classes = (int)class_i[4 * t + 1];
-            const i64 c1 = class_i[4 * t + 2], c2 = class_i[4 * t + 3];
-            floats[5] = x;
-            // a zone starting at the head: from the head itself
-            double next = c1 == fields[0] ? x : lattice_table_at(x, floats, class_i + 4 * t, precision);
-            if (!isnan(next) && classes > 0 && c1 >= 0) {  // a split piece: the zone exactly, then the part after
-                const double y = lattice_values(g, s, c1, c2, next, -1.0, 0, nullptr);
-                next = c2 == fields[1] ? y : nan("");
-                if (c2 < fields[1] && !isnan(y) && lattice_binade(y) == e + 1 && fabs(y - floats[14]) <= floats[15]) {
-                    const int cls = (int)((long long)ldexp(y, precision - e - 1) & 1LL);
-                    const double delta = floats[8 + cls];
-                    const double sum = y + delta;
-                    if (!isnan(delta) && lattice_exact_sum(y, delta, sum)) next = sum;
-                }
-            }
-            if (!isnan(next)) {
-                fields[4] = GT_LSLOT_CERTAIN;
-                x = next;
-            } else {
-                lattice_solve(g, s, begin, fields[0], fields[1], x, score + row, route + row, value + row);
-                fields[4] = GT_LSLOT_EXACT;
-                x = score[row + fields[1] - begin];
-            }
-        }
-    }
+    const SegTables tables{n_anchors, slot_i, slot_f, class_i, vec_f, vec_i, front_n, front_off, precision};
+    tile_scan(SegScan{tables, seg_p, seg_i, seg_c}, n_anchors, tile, counter + GT_LCOUNTERS + 4 * n_tiles, nodes);
+    u64* done = counter + GT_LCOUNTERS + 5 * n_tiles;  // per span: the tiles of its pieces scanned
+    const i64 k = tile * GT_BLOCK + threadIdx.x;
+    const bool piece = k < n_anchors && slot_i[GT_LSLOT_I * k + 4] != 0;
+    const i64 before = piece ? slot_i[GT_LSLOT_I * k + 3] : 0, s = piece ? slot_i[GT_LSLOT_I * k + 5] : 0;
+    // the first of span s's pieces in this tile adds the tiles since its piece before (its span's first
+    // piece: 1), so that a span's count reaches 1 + its last piece's tile - its second piece's
+    if (piece && (before >= n_anchors || before / GT_BLOCK < tile))
+        atomicAdd(done + s, before >= n_anchors ? 1ull : (u64)(tile - before / GT_BLOCK));
+    __syncthreads();
+    if (!piece || slot_i[GT_LSLOT_I * k + 2] >= 0) return;  // the walk is its span's last piece's
+    const i64 first = span_first[s];
+    tile_wait(done, s, (u64)(1 + tile - slot_i[GT_LSLOT_I * first + 2] / GT_BLOCK));
+    LATTICE_G;
+    const WalkArrays w{scratch_offsets, slot_i, slot_f, class_i, score, route, value, front_n, front_off, vec_f, vec_i,
+                       seg_p, seg_x, seg_i, seg_c};
+    resolve_span(g, w, first);
 }
 
 // ------------------------------------------------------------ the long spans' walks back, by tiles
@@ -1591,7 +1767,7 @@ __device__ __noinline__ void finish_scans(i64 tile, i64 n_anchors, i64 n_long, u
 }
 
 // Per thread: one piece of a long span: the exact solve from its exact head (pieces settled by their
-// table; a piece lattice_resolve jumped over: its guess's x plus the jump's s) and, from each exit,
+// table; a piece of a segment lattice_resolve jumped: P_k E, its head's exits E) and, from each exit,
 // the entry its path leaves by and its tokens. A block takes a tile of slots in the order blocks
 // start (the anchors' from the last, then the spans' first pieces) and scans them (finish_scans):
 // each piece's exit, tokens and tokens after it in its span, the long spans' token counts. nodes:
@@ -1601,20 +1777,29 @@ lattice_finish(LATTICE_ARGS, i64 n_anchors, i64 n_slots, u64* __restrict__ count
                const i64* __restrict__ scratch_offsets, i64* __restrict__ slot_i, const double* __restrict__ slot_f,
                double* __restrict__ score, i64* __restrict__ route, int* __restrict__ value,
                unsigned long long* __restrict__ token_counts, const int* __restrict__ front_n,
-               const int* __restrict__ front_off, const double* __restrict__ vec_f, i64* __restrict__ vec_i,
-               const double* __restrict__ spec_f, const i64* __restrict__ spec_i, i64* __restrict__ nodes) {
+               const int* __restrict__ front_off, double* __restrict__ vec_f, i64* __restrict__ vec_i,
+               const double* __restrict__ seg_p, const double* __restrict__ seg_x, const i64* __restrict__ seg_i,
+               i64* __restrict__ nodes) {
     LATTICE_G;
     __shared__ i64 tile_slot;
     const i64 tile = lookback_tile(counter + 3, &tile_slot);
     const i64 at = tile * GT_BLOCK + threadIdx.x, k = at < n_anchors ? n_anchors - 1 - at : at;
     i64* fields = slot_i + GT_LSLOT_I * (k < n_slots ? k : 0);
     double head = k < n_slots ? slot_f[GT_LSLOT_F * k + 5] : 0.0;
-    for (int q = 0; q < GT_LGUESSES && k < n_slots && fields[4] == GT_LSLOT_PENDING; ++q) {
-        const i64 v = spec_i[GT_LSPEC_I * k + GT_LSPEC_START + q];  // guess q's walk over it, the one jumped by
-        if (v >= 0 && spec_i[GT_LSPEC_I * v + GT_LSPEC_JUMP] == q) {
-            head = spec_f[GT_LSPEC_F * k + GT_LSPEC_X + q] + spec_f[GT_LSPEC_F * v + GT_LSPEC_SHIFT];
-            fields[4] = GT_LSLOT_CERTAIN;
+    if (k < n_anchors && (fields[4] == GT_LSLOT_PENDING || fields[4] == GT_LSLOT_PENDING_FRONT) &&
+        seg_i[GT_LSEG_I * seg_i[GT_LSEG_I * k] + 2] == 1) {  // in a segment the walk jumped: entries P_k E
+        const i64 h = seg_i[GT_LSEG_I * k];
+        double* xs = vec_f + GT_LVF * k + 48;
+        for (int i = 0; i < GT_LFRONT; ++i) {
+            double x = GT_LATTICE_NEG_INF;
+            for (int j = 0; j < GT_LFRONT; ++j) {
+                const double v = seg_x[GT_LFRONT * h + j] + seg_p[GT_LFRONT * (GT_LFRONT * k + i) + j];
+                x = v > x ? v : x;
+            }
+            xs[i] = x;
         }
+        head = xs[0];
+        fields[4] = GT_LSLOT_CERTAIN;
     }
     if (k < n_slots && (fields[4] == GT_LSLOT_CERTAIN || fields[4] == GT_LSLOT_EXACT)) {
         const i64 s = fields[5], begin = span_starts[s], row = scratch_offsets[s];

@@ -11,7 +11,7 @@ from gpu_text.cuda_ops import BLOCK, KernelRuntime, blocks_for, i64, launch
 # length from which a span is cut into pieces (shorter ones: a thread per span). Tests lower them.
 CHUNK_BYTES = 2048
 LONG_BYTES = 8 * CHUNK_BYTES
-# At most this many blocks run the grid-stride lists (lattice_pieces, lattice_resolve).
+# At most this many blocks run the grid-stride list of pieces (lattice_pieces).
 LIST_BLOCKS = 1024
 # cuda/lattice.cu's GT_LCLASSES, GT_LSLOT_I and GT_LSLOT_F.
 CLASSES = 8
@@ -21,12 +21,12 @@ SLOT_FLOATS = 18
 FRONT = 4
 VEC_FLOATS = 52 + FRONT * FRONT * CLASSES + 4 * FRONT * FRONT + 2 * FRONT
 VEC_INTS = 24
-# cuda/lattice.cu's GT_LGUESSES, GT_LSPEC_F and GT_LSPEC_I: the guesses' walks over segments of pieces.
-GUESSES = 16
-SPEC_FLOATS = 4 * GUESSES + 1
-SPEC_INTS = 2 * GUESSES + 1
+# cuda/lattice.cu's GT_LSEG_W and GT_LSEG_I: lattice_resolve's segments of pieces (a product per tile,
+# ints per slot).
+SEGMENT_WORDS = 1 + FRONT * FRONT
+SEGMENT_INTS = 4
 # cuda/lattice.cu's GT_LCOUNTERS, GT_LMP and ExitScan::W: the scans' counters and products per tile.
-COUNTERS = 4
+COUNTERS = 5
 HEAD_WORDS = 19
 EXIT_WORDS = 1 + FRONT
 
@@ -40,11 +40,11 @@ def lattice_viterbi(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: A
     Spans of :data:`LONG_BYTES` or more are cut into pieces of about :data:`CHUNK_BYTES` (see the
     end of ``cuda/lattice.cu``), at cut points or, where a chunk has none, at forced cuts with
     frontiers: the same tokens, no thread's work growing with the span but the long span's walk
-    (lattice_resolve: about sqrt(pieces) steps where its pieces end at cut points, a jump per segment
-    of pieces; a step per piece with forced cuts) and the scans of the pieces (heads, estimates,
-    exits, token counts: by tiles of 256 anchors, at most 2 log2(tiles) + 16 steps a thread each) (14 kernel
-    launches with long spans; the forced cuts' four: lattice_estimate's second pass,
-    lattice_settle_front, lattice_zone_split, lattice_settle_zone)."""
+    (lattice_resolve: a step per segment of pieces, between binade edges and pieces whose tables do
+    not compose) and the scans of the pieces (heads, estimates, segments, exits, token counts: by
+    tiles of 256 anchors, at most 2 log2(tiles) + 16 steps a thread each) (14 kernel launches with
+    long spans; the forced cuts' four: lattice_estimate's second pass, lattice_settle_front,
+    lattice_zone_split, lattice_settle_zone)."""
     xp = rt.xp
     n = span_starts.size
     scratch_offsets = xp.zeros(n + 1, xp.int64)
@@ -85,20 +85,24 @@ def _solve_paths(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any,
         n_edges = int(edge_starts.size)
         long_edge = xp.zeros(n, xp.int32)
         # the scans of the pieces by tiles of BLOCK anchors (cuda/tile_scan.cuh): counter holds the long
-        # spans, the tile counters of lattice_estimate's passes and lattice_finish, then per scan (rough
-        # heads, estimates twice, exits) a flag a tile; nodes hold their products per tile
+        # spans, the tile counters of lattice_estimate's passes, lattice_finish and lattice_resolve, then
+        # per scan (rough heads, estimates twice, exits, segments) a flag a tile, then per span the tiles
+        # lattice_resolve scanned; nodes hold the scans' products per tile
         tiles = blocks_for(n_anchors, BLOCK)
-        counter = xp.zeros(COUNTERS + 4 * tiles, xp.uint64)
+        counter = xp.zeros(COUNTERS + 5 * tiles + n, xp.uint64)
         head_nodes, exit_nodes = xp.empty(3 * HEAD_WORDS * tiles, xp.float64), xp.empty(EXIT_WORDS * tiles, xp.int64)
+        segment_nodes = xp.empty(SEGMENT_WORDS * tiles, xp.float64)
         cuts, cut_spans = xp.empty(n_anchors, xp.int64), xp.empty(n_anchors, xp.int64)
         slot_i, slot_f = xp.empty(SLOT_INTS * n_slots, xp.int64), xp.empty(SLOT_FLOATS * n_slots, xp.float64)
         class_i = xp.empty(4 * n_slots, xp.int64)
         front_n, front_off = xp.empty(n_anchors, xp.int32), xp.empty(FRONT * n_anchors, xp.int32)
         vec_f, vec_i = xp.empty(VEC_FLOATS * n_slots, xp.float64), xp.empty(VEC_INTS * n_slots, xp.int64)
         fronts = (front_n, front_off)
-        # segments: the pieces at the anchors of a group of about sqrt(anchors), walked ahead per guess
-        group = 1 << (n_anchors.bit_length() // 2)
-        spec = (xp.empty(SPEC_FLOATS * n_slots, xp.float64), xp.empty(SPEC_INTS * n_slots, xp.int64))
+        span_first = xp.empty(n, xp.int64)
+        # lattice_resolve's segments: per anchor its product, per slot its ints, per head its exits and
+        # the keys of their bounds
+        segments = (xp.empty(FRONT * FRONT * n_anchors, xp.float64), xp.empty(FRONT * n_slots, xp.float64),
+                    xp.empty(SEGMENT_INTS * n_slots, xp.int64), xp.empty(2 * FRONT * n_slots, xp.uint64))
         scratch = (score, route, value)
         launch(rt.function("lattice", "lattice_long_edges"), blocks_for(n_edges, BLOCK),
                (edge_starts, edge_ends, i64(n_edges), span_edge_offsets, i64(n), long_edge))
@@ -106,7 +110,7 @@ def _solve_paths(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any,
                (*lattice, i64(long_bytes), i64(chunk), i64(n_anchors), long_edge, cuts, cut_spans, slot_i, *fronts))
         launch(rt.function("lattice", "lattice_pieces"), min(blocks_for(n + n_anchors, BLOCK), LIST_BLOCKS),
                (*lattice, i64(long_bytes), i64(chunk), i64(n_anchors), cuts, cut_spans, scratch_offsets, counter,
-                slot_i, slot_f, *scratch, *fronts, vec_f))
+                slot_i, slot_f, *scratch, *fronts, vec_f, span_first))
         for refine in (0, 1):  # from the rough heads, then from those estimates (cuda/lattice.cu)
             launch(rt.function("lattice", "lattice_estimate"), blocks_for(n_slots, BLOCK),
                    (*lattice, i64(n_anchors), i64(n_slots), counter, slot_i, slot_f, *fronts, vec_f, i64(refine),
@@ -114,18 +118,17 @@ def _solve_paths(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any,
         launch(rt.function("lattice", "lattice_settle"), blocks_for(n_slots * CLASSES, BLOCK),
                (*lattice, i64(n_slots), slot_i, slot_f, class_i))
         launch(rt.function("lattice", "lattice_settle_front"), blocks_for(n_slots * FRONT * CLASSES, BLOCK),
-               (*lattice, i64(n_anchors), i64(n_slots), slot_i, *fronts, vec_f, vec_i, slot_f, class_i, i64(group),
-                *spec))
+               (*lattice, i64(n_anchors), i64(n_slots), slot_i, *fronts, vec_f, vec_i))
         launch(rt.function("lattice", "lattice_zone_split"), blocks_for(n_slots, BLOCK),
                (*lattice, i64(n_anchors), i64(n_slots), slot_i, *fronts, vec_f, vec_i))
         launch(rt.function("lattice", "lattice_settle_zone"), blocks_for(n_slots * FRONT * 2, BLOCK),
                (*lattice, i64(n_anchors), i64(n_slots), slot_i, *fronts, vec_f, vec_i))
-        launch(rt.function("lattice", "lattice_resolve"), min(blocks_for(n_anchors, BLOCK), LIST_BLOCKS),
+        launch(rt.function("lattice", "lattice_resolve"), tiles,
                (*lattice, i64(n_anchors), counter, scratch_offsets, slot_i, slot_f, class_i, *scratch, *fronts, vec_f,
-                vec_i, *spec))
+                vec_i, *segments, span_first, segment_nodes))
         launch(rt.function("lattice", "lattice_finish"), blocks_for(n_slots, BLOCK),
                (*lattice, i64(n_anchors), i64(n_slots), counter, scratch_offsets, slot_i, slot_f, *scratch, counts,
-                *fronts, vec_f, vec_i, *spec, exit_nodes))
+                *fronts, vec_f, vec_i, *segments[:3], exit_nodes))
     launch(rt.function("lattice", "lattice_route"), blocks_for(n, BLOCK),
            (*lattice, scratch_offsets, score, route, value, counts, i64(long_bytes)))
     xp.cumsum(counts, out=token_offsets[1:])
