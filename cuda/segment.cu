@@ -315,8 +315,10 @@ __device__ void byte_marks(const u8* data, i64 n, const i64* offsets, i64 n_rows
 // stays inside the window, so a piece's frontier lies inside the next piece. Where every try's
 // frontier is too wide (a run where more than GT_FRONT_MAX - 1 word ends cross every boundary) the
 // anchor has no cut and the piece goes on to the next anchor's: exact, but its thread's work grows
-// with the uncut stretch.
-#define GT_FRONT_MAX 4
+// with the uncut stretch. 8 positions: a run of one character under words of 1 to 8 of it still
+// cuts (4 stopped at words of 4; a position costs a solve per pending piece in segment_pieces, a
+// column of its tables, 8 classes' threads in segment_settle).
+#define GT_FRONT_MAX 8
 #define GT_CLASSES_MAX 8
 // A values-only solve keeps the last GT_RING values: a piece with a longer word gets no table and is
 // solved exactly in the run's walk (a step per piece). 1024: every word a forced cut allows under the
@@ -343,7 +345,7 @@ __device__ __forceinline__ Front front_of(const int* front_n, const int* front_o
 #define GT_CUT_TRIES 8  // character starts an anchor tries for a forced cut whose frontier is narrow enough
 
 // The frontier of a forced cut at b (the ends of the words crossing it, as offsets from b, after 0)
-// into offs (GT_FRONT_MAX of them); its size, or 0 where it is wider: the longest word's bytes before
+// into offs (GT_FRONT_MAX of them, unsorted); its size, or 0 where it is wider: the longest word's bytes before
 // b with one trie walk each.
 __device__ __forceinline__ int cut_frontier(const int* state, const int* check, const u8* label, const u8* eow, int trie_size,
                                             const u8* data, Row row, i64 b, i64 max_word_bytes, int* offs) {
@@ -364,18 +366,10 @@ __device__ __forceinline__ int cut_frontier(const int* state, const int* check, 
             for (int k = 0; k < GT_FRONT_MAX; ++k) seen = seen || (k < count && offs[k] == off);
             if (seen) continue;
             if (count == GT_FRONT_MAX) return 0;
-            // appended, then moved down to its place (constant indices: offs stays in registers)
+            // appended in the order found (constant indices: offs stays in registers); anchor_cut sorts them
 #pragma unroll
             for (int k = 0; k < GT_FRONT_MAX; ++k) offs[k] = k == count ? off : offs[k];
             ++count;
-#pragma unroll
-            for (int k = GT_FRONT_MAX - 1; k > 0; --k) {
-                if (k < count && offs[k] < offs[k - 1]) {
-                    const int t = offs[k];
-                    offs[k] = offs[k - 1];
-                    offs[k - 1] = t;
-                }
-            }
         }
     }
     return count;
@@ -433,9 +427,10 @@ __device__ void anchor_cut(i64 j, const int* state, const int* check, const u8* 
         int offs[GT_FRONT_MAX];
         const int count = cut_frontier(state, check, label, eow, trie_size, data, row, b, max_word_bytes, offs);
         if (count > 0) {
-#pragma unroll
-            for (int k = 0; k < GT_FRONT_MAX; ++k) {
-                if (k < count) front_off[GT_FRONT_MAX * j + k] = offs[k];
+            for (int k = 0; k < count; ++k) {  // each offset at its rank: ascending (they are distinct)
+                int rank = 0;
+                for (int i = 0; i < count; ++i) rank += offs[i] < offs[k];
+                front_off[GT_FRONT_MAX * j + rank] = offs[k];
             }
             front_n[j] = count;
             cuts[j] = b;
@@ -528,6 +523,21 @@ __device__ __forceinline__ double class_base(double x, int e, int classes) {
     const double base = floor(x / step) * step;
     if (binade_of(base) != e) return base + step;
     return binade_of(base + (classes - 1) * unit) != e ? base - step : base;
+}
+
+// The positions of anchor's frontier (1 for a cut point or no anchor: {0}), read from the arrays.
+__device__ __forceinline__ int front_width(const int* front_n, i64 anchor) {
+    return anchor >= 0 && front_n[anchor] > 1 ? front_n[anchor] : 1;
+}
+
+// The index of offset `off` in anchor's frontier, or -1 (front_index without copying the frontier).
+__device__ __forceinline__ int front_index_at(const int* front_n, const int* front_off, i64 anchor, i64 off) {
+    const int width = front_width(front_n, anchor);
+    if (width == 1) return off == 0 ? 0 : -1;
+    for (int i = 0; i < width; ++i) {
+        if (front_off[GT_FRONT_MAX * anchor + i] == off) return i;
+    }
+    return -1;
 }
 
 __device__ __forceinline__ int front_index(const Front& f, i64 off) {
@@ -1317,12 +1327,12 @@ segment_resolve(const int* __restrict__ state, const int* __restrict__ check, co
 
 // The entry after each piece, from its entry `entry` (an offset in its start's frontier; one not in it
 // enters as 0): where the path from there leaves it (segment_finish's last block, segment_paths).
+// The frontiers are read where needed, not copied into a Front: these walks keep few registers.
 __device__ __forceinline__ i64 entry_after(i64 t, i64 entry, i64 n_anchors, const int* front_n, const int* front_off,
                                            const i64* slot_i, const int* class_i) {
-    Front out, in;
-    slot_fronts(front_n, front_off, n_anchors, t, slot_i[GT_SLOT_FIELDS * t + 2], &out, &in);
-    const int at = front_index(out, entry);
-    return in.n > 1 && at >= 0 ? __ldcg(class_i + GT_CLASS_INTS * t + 2 + at) : 0;
+    const int at = front_index_at(front_n, front_off, t < n_anchors ? t : -1, entry);
+    return front_width(front_n, slot_i[GT_SLOT_FIELDS * t + 2]) > 1 && at >= 0
+               ? __ldcg(class_i + GT_CLASS_INTS * t + 2 + at) : 0;
 }
 
 // Head h's segment's entries composed, on its first piece (the one toward the run's start): the entry
@@ -1336,11 +1346,13 @@ __device__ void compose_entries(i64 h, i64 n_anchors, i64 chunk_bytes, i64 group
         GT_STEP();
         first = p;
     }
-    const Front out = front_of(front_n, front_off, first < n_anchors ? first : -1);
+    const i64 anchor = first < n_anchors ? first : -1;
+    const int width = front_width(front_n, anchor);
     i64* own = est_i + GT_EST_INTS * first;
     for (int i = 0; i <= GT_FRONT_MAX; ++i) {
-        if (i < GT_FRONT_MAX && i >= out.n) continue;
-        i64 entry = i < GT_FRONT_MAX ? out.off[i] : -1;  // -1: an offset no frontier holds
+        if (i < GT_FRONT_MAX && i >= width) continue;
+        // -1: an offset no frontier holds
+        i64 entry = i == GT_FRONT_MAX ? -1 : (width > 1 ? front_off[GT_FRONT_MAX * anchor + i] : 0);
         for (i64 t = first;; t = slot_i[GT_SLOT_FIELDS * t + 2]) {
             GT_STEP();
             entry = entry_after(t, entry, n_anchors, front_n, front_off, slot_i, class_i);
@@ -1419,15 +1431,13 @@ segment_finish(const int* __restrict__ state, const int* __restrict__ check, con
             i64* own = est_i + GT_EST_INTS * t;
             class_i[GT_CLASS_INTS * t + 2 + GT_FRONT_MAX] = (int)entry;
             own[GT_EST_FLAGS] |= 8;
-            const i64 next = slot_i[GT_SLOT_FIELDS * t + 2];
-            slot_fronts(front_n, front_off, n_anchors, t, next, &out, &in);
-            const int at = front_index(out, entry);
             if (own[GT_EST_FLAGS] & 4) {  // a segment at a time
+                const int at = front_index_at(front_n, front_off, t < n_anchors ? t : -1, entry);
                 entry = own[GT_EST_MAP + (at >= 0 ? at : GT_FRONT_MAX)];
                 t = slot_i[GT_SLOT_FIELDS * own[GT_EST_HEAD_OF] + 2];
             } else {
-                entry = in.n > 1 && at >= 0 ? __ldcg(class_i + GT_CLASS_INTS * t + 2 + at) : 0;
-                t = next;
+                entry = entry_after(t, entry, n_anchors, front_n, front_off, slot_i, class_i);
+                t = slot_i[GT_SLOT_FIELDS * t + 2];
             }
         }
     }

@@ -363,10 +363,10 @@ def test_segment_rows_forced_cuts_with_long_words(monkeypatch, compat):
 
 def test_segment_rows_forced_cuts_past_wide_frontiers(monkeypatch):
     """Random runs of 一 and 丁 under up to 40 words of 2 to 7 of them: words cross nearly every
-    boundary and a forced cut's frontier is often wider than GT_FRONT_MAX positions; an anchor then
-    tries the next character starts (GT_CUT_TRIES) instead of leaving its window uncut (the piece
-    going on over the next chunk). The reference's words; 399 of the 433 anchors cut at a forced
-    cut (320 with only the window's middle)."""
+    boundary and a forced cut's frontier has up to 7 positions (within GT_FRONT_MAX = 8; while it
+    was 4, many anchors tried the next character starts, GT_CUT_TRIES, instead of leaving their
+    window uncut). The reference's words; 401 of the 433 anchors cut at a forced cut (399 with
+    frontiers of at most 4 positions)."""
     import gpu_text.cuda_ops.segment as launchers
     from tests.emulated_backend import emulated_backend
 

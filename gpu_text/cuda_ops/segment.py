@@ -109,7 +109,7 @@ LIST_BLOCKS = 1024
 CHUNK_BYTES = 2048
 # cuda/segment.cu's GT_FRONT_MAX (frontier positions of a forced cut), GT_CLASSES_MAX (residue
 # classes of a frontier value), GT_CLASS_FLOATS and GT_CLASS_INTS (per piece).
-FRONT_MAX = 4
+FRONT_MAX = 8
 CLASSES_MAX = 8
 CLASS_FLOATS = 2 * FRONT_MAX + 1 + FRONT_MAX * FRONT_MAX * (CLASSES_MAX + 1) + FRONT_MAX * CLASSES_MAX
 CLASS_INTS = 3 + FRONT_MAX
