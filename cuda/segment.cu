@@ -1045,6 +1045,8 @@ __device__ __forceinline__ void after_solve(i64 a, i64 b, const Front& out, cons
 // then its winner's sum (the entry f it comes from, GT_WINNER_BITS of `winners` per p) + s_f, as long as the
 // shifts' spread stays below each winner's lead over the other sums at p (`gap`).
 #define GT_WINNER_BITS 3  // a frontier index (< GT_FRONT_MAX)
+static_assert(GT_FRONT_MAX <= (1 << GT_WINNER_BITS) && GT_WINNER_BITS * GT_FRONT_MAX < 64,
+              "a frontier index per position must fit in GT_WINNER_BITS, every position's in an i64");
 __device__ __forceinline__ int winner_of(i64 winners, int p) {
     return (int)(winners >> (GT_WINNER_BITS * p)) & ((1 << GT_WINNER_BITS) - 1);
 }
