@@ -1045,6 +1045,11 @@ __device__ __forceinline__ void after_solve(i64 a, i64 b, const Front& out, cons
 // then its winner's sum (the entry f it comes from, GT_WINNER_BITS of `winners` per p) + s_f, as long as the
 // shifts' spread stays below each winner's lead over the other sums at p (`gap`).
 #define GT_WINNER_BITS 3  // a frontier index (< GT_FRONT_MAX)
+// GT_SEG_NO_JUMPS (tests/test_segment_walk_jumps.py only): the run's walk never jumps, a step per
+// piece, the walk that each jump stands for (its words and scores must be the same).
+#if defined(GT_SEG_NO_JUMPS) && !defined(CUDA_EMU)
+#error "GT_SEG_NO_JUMPS is for the CPU emulator's tests only"
+#endif
 static_assert(GT_FRONT_MAX <= (1 << GT_WINNER_BITS) && GT_WINNER_BITS * GT_FRONT_MAX < 64,
               "a frontier index per position must fit in GT_WINNER_BITS, every position's in an i64");
 __device__ __forceinline__ int winner_of(i64 winners, int p) {
@@ -1298,8 +1303,12 @@ segment_resolve(const int* __restrict__ state, const int* __restrict__ check, co
             slot_fronts(front_n, front_off, n_anchors, t, fields[2], &out, &in);
             const i64 head = __ldcg(spec_i + GT_SPEC_INTS * t + GT_SPEC_HEAD);
             double s[GT_FRONT_MAX];
+#ifdef GT_SEG_NO_JUMPS
+            const int guess = -1;
+#else
             const int guess = matching_guess(spec_f, t, in.n, x,
                                              __ldcg(spec_f + GT_SPEC_FLOATS * head + GT_SPEC_MODULUS), s);
+#endif
             if (guess >= 0) {  // jump: x + s at the walk's stop
                 spec_i[GT_SPEC_INTS * t + GT_SPEC_JUMP] = guess;
                 for (int g = 0; g < in.n; ++g) spec_f[GT_SPEC_FLOATS * t + GT_SPEC_SHIFT + g] = s[g];
