@@ -12,6 +12,8 @@
 // The segment_* kernels (the end of the file) are the whole segmentation of a batch fused into
 // seven kernels over its bytes (Segmenter.segment's CUDA path); their helpers are in segment_rows.cuh.
 #include "segment_rows.cuh"
+#include "lookback.cuh"
+#include "tile_scan.cuh"
 
 __device__ __forceinline__ u8 jieba_kind(const u32* codepoints, const u8* row_start, i64 k) {
     const u32 c = codepoints[k];
@@ -239,13 +241,14 @@ viterbi_loss(const u8* __restrict__ data, const i64* __restrict__ span_starts, c
 //                     estimate where the run's walk stepped over its segment (from the segment's
 //                     head, at most a group of steps), the piece's class table (below), one
 //                     values-only solve.
-//   segment_resolve   one thread per (segment of a long run, guess): the guess's walk through the
-//                     segment's tables (at most a group of anchors, about sqrt(anchors) pieces).
-//                     The launch's last block then walks each long run (a thread per run) from its
-//                     end: a jump over a segment where a guess matches the exact frontier values,
-//                     else a step by the piece's table, or an exact solve where it does not apply.
+//   segment_resolve   a block per tile of anchors: the pieces' table steps scanned as max-plus
+//                     matrices (segments between boundaries, below) with the bounds their tables'
+//                     windows put on each segment's start; then per long run (the thread of its
+//                     lowest anchor piece) its walk from its end: a jump over a segment whose bounds
+//                     hold, else a step by each piece's table, or an exact solve where none applies.
 //   segment_finish    one thread per piece settled by its table: one exact solve from its exact
-//                     frontier values (a piece jumped over: its guess's plus the jump's shifts);
+//                     frontier values (a piece of a jumped segment: its product applied to the
+//                     segment's start);
 //                     its path, or where the path leaves it from each entry.
 //                     The launch's last block then composes each segment's entries (a thread per
 //                     segment) and walks each long run (a thread per run, a step per segment):
@@ -261,7 +264,8 @@ viterbi_loss(const u8* __restrict__ data, const i64* __restrict__ span_starts, c
 
 // The counters of the kernels after segment_marks (GT_COUNTERS words, zeroed by segment_marks):
 // [0] segment_pieces' finished blocks, [1] long runs, [2] segment_finish's finished blocks, [3] long
-// runs' last pieces, [4] segment_resolve's finished blocks, [5] segments' heads.
+// runs' last pieces, [4] segment_resolve's tiles taken, [5] segments' heads; after them, per anchor,
+// segment_resolve's tile flags, then its counts of tiles scanned per run (zeroed by the anchors' threads).
 #define GT_COUNTERS 6
 
 // One byte's marks (segment_marks' first blocks): a bounded look at the characters around it (its
@@ -458,6 +462,7 @@ segment_marks(const u8* __restrict__ data, i64 n, const i64* __restrict__ offset
         return;
     }
     const i64 j = ((i64)blockIdx.x - marks_blocks) * blockDim.x + threadIdx.x;
+    if (j < n_anchors) counters[GT_COUNTERS + j] = counters[GT_COUNTERS + n_anchors + j] = 0;
     anchor_cut(j, state, check, label, eow, trie_size, jieba_mode, data, offsets, n_rows, chunk_bytes, max_word_bytes,
                n_anchors, cuts, slot_i, front_n, front_off);
 }
@@ -484,7 +489,7 @@ segment_marks(const u8* __restrict__ data, i64 n, const i64* __restrict__ offset
 //   segment_resolve  from the run's end, each piece's exact values from its table (exact: each sum
 //                    is a route value; where best paths of the frontier end at distinct values the
 //                    table also tells which frontier position the path leaves by), a segment of
-//                    pieces at a time where a guess's walk matches (below), an exact solve where no
+//                    pieces at a time where its bounds hold (below), an exact solve where no
 //                    valid entry exists (the few pieces next to the run's end, whose small values
 //                    span many binades, and pieces with a value within |s| of a binade edge);
 //   segment_finish   a thread per other piece: one exact solve from its exact frontier, its path;
@@ -999,341 +1004,376 @@ __device__ __forceinline__ void after_solve(i64 a, i64 b, const Front& out, cons
     if (out.n == 1) mark_path(a, b, length, path, 1);
 }
 
-// ---- the run's walk in segments (segment_resolve): no thread steps through a whole run
-// A pending piece with a table maps its exact frontier values x to its entry's, y_p = max over f of
-// x_f + D[p][f][class of x_f], and x + s to y + s for every shift s that is a multiple of 2 u_top of
-// each piece it crosses (the classes stay) and small enough that every x keeps its binade and its
-// estimate's error and every sum its binade (the table's conditions hold, every sum stays exact).
-// The positions of a forced cut's frontier may even shift apart (s_f each): y_p + s_(winner at p)
-// while the shifts' spread stays within each winner's lead over the other sums at p. Functions of
-// reals, not of a small state: they do not compose into tables, but a stretch of pieces can be
-// walked ahead from guesses and the exact walk can check a guess in a few steps and jump.
-// Segments: the pending pieces of a run whose anchors fall in one group of `group` anchors (the
-// power of two next to sqrt(anchors): at most `group` pieces), walked from the one next to the run's
-// end. Per segment and guess c (GT_GUESSES: residue c % K of x_0 modulo the segment's largest
-// 2 u_top, next to its estimate, times variants of the other positions: x_0 plus their estimates'
-// difference, moved by 0, +1, -1, ... units) a thread walks the segment by the tables (by_table);
-// where a table does not apply to its guess, its walk stops there and starts again after it from a
-// new guess. Per slot and guess: the guess's x there, the largest |s_f| (`slack`) and spread (`gap`)
-// for which every piece from there to where that walk stops keeps its result + shift, each piece's
-// winners and their composition to the stop, and the stop (the piece whose table did not apply, or
-// -1: the segment's end). The run's walk (segment_resolve's last block, a thread per long run) goes
-// from the run's end: at a slot whose exact x is a guess's x + s (each s_f an exact multiple of the
-// segment's modulus, |s_f| <= slack, spread <= gap) it jumps to that walk's stop (its x there plus
-// the shifts its winners carry); elsewhere one step as before (the table, or an exact solve).
-// segment_finish gives each piece jumped over its guess's x plus the jump's shifts (the winners
-// composed from the jump) and solves it. Bit for bit the walk of a step per piece: each jump stands
-// for the steps it skips, every one of which would have applied its table. A run's walk: a jump per
-// segment (about sqrt(pieces)) where a guess matches, a step per piece where none does (the run's
-// end, a segment with a piece whose table does not apply), and the exact solves, as before.
-#define GT_GUESSES 16  // per segment: residues of x_0 times variants of the other positions
-#define GT_SPEC_FLOATS (2 * GT_GUESSES * GT_FRONT_MAX + 2 * GT_GUESSES + GT_FRONT_MAX + 1)
-#define GT_SPEC_X 0                                               // guess c's x here, per position
-#define GT_SPEC_SLACK (GT_GUESSES * GT_FRONT_MAX)              // per guess (< 0: none)
-#define GT_SPEC_GAP (GT_SPEC_SLACK + GT_GUESSES)               // per guess: the least winner's lead
-#define GT_SPEC_EXIT (GT_SPEC_GAP + GT_GUESSES)                // a head's: guess c's x after the segment
-#define GT_SPEC_SHIFT (GT_SPEC_EXIT + GT_GUESSES * GT_FRONT_MAX)  // a jump's s, per position
-#define GT_SPEC_MODULUS (GT_SPEC_SHIFT + GT_FRONT_MAX)            // a head's: the largest 2 u_top of its pieces
-#define GT_SPEC_INTS (3 * GT_GUESSES + 3)
-#define GT_SPEC_STOP 0                             // per guess: where its walk from here stops (-1: the end)
-#define GT_SPEC_WINNERS GT_GUESSES             // per guess: the piece's winners (below)
-#define GT_SPEC_ROUTE (2 * GT_GUESSES)         // per guess: the winners composed from here to the stop
-#define GT_SPEC_HEAD (3 * GT_GUESSES)          // the slot's segment's head
-#define GT_SPEC_JUMP (3 * GT_GUESSES + 1)      // the guess the run's walk jumped by from here (-1: none)
-#define GT_SPEC_NEXT (3 * GT_GUESSES + 2)      // a head's: the next segment's head (-1: the run's start)
-// A frontier's positions may shift apart (s_f per position): the piece's value at its position p is
-// then its winner's sum (the entry f it comes from, GT_WINNER_BITS of `winners` per p) + s_f, as long as the
-// shifts' spread stays below each winner's lead over the other sums at p (`gap`).
-#define GT_WINNER_BITS 3  // a frontier index (< GT_FRONT_MAX)
+// ---- the run's walk by segments of composed tables (segment_resolve): no thread steps through a whole run
+// The run's walk goes from its end toward its start, a step per piece: a pending piece's table maps
+// its exact frontier values x to its entry's, y_p = max over f of x_f + D[p][f][class of x_f], exact
+// where every x_f lies within its window (by_table: its estimate's error, binade e, its class's room).
+// Where a piece's table has two classes (all its values in binade e), the same deltas for both (no
+// tie among its roundings), none positive, and each entry of its frontier a finite value, its step is
+// a max-plus product y = M x, and such steps compose: x_k = P_k E, E the entries of the segment's head
+// (a piece of any other kind: a boundary, stepped as before; the run's last piece is one) and P_k the
+// product of the matrices of the segment's pieces between. The sums are exact where it matters: their
+// terms are multiples of binade e's spacing, so a sum below 2^e in size is exact, and with no positive
+// term its partial sums are no larger; a larger one (a path far below the best) may round, but never
+// above -2^e in size, so it cannot win a max whose true value lies in the binade. segment_resolve's
+// blocks scan the anchors' pieces by tiles (tile_scan.cuh; element i is anchor n_anchors - 1 - i, the
+// walk's order; a boundary restarts the product, a run's last piece the run), and each put turns piece
+// k's windows [lo, hi] into bounds on its head's E: x_k[i] <= hi exactly when E[j] <= hi - P_k[i][j]
+// for every j (min over the segment), and x_k[i] >= lo when E[w] >= lo - P_k[i][w], w the entry its
+// segment's first piece's estimates make the best (a sufficient bound, max over the segment), both
+// rounded inwards. A run's walk (the thread of its anchor piece next to its start, once every tile of
+// its pieces is scanned): where E meets its segment's bounds, every piece of it would have applied its
+// table (by induction, each x_k exact and within its window), so it jumps to the boundary b after the
+// segment (entries P_b E; the run's first piece where the segment reaches it) and steps b; where E
+// does not, it steps each piece of the segment, as before. A walk: a step per segment (binade changes,
+// ties, wide frontiers, exact solves) where the bounds hold. segment_finish gives each piece of a
+// jumped segment its entries P_k E.
+#define GT_SEG_FRONT GT_FRONT_MAX  // frontier positions a segment piece's matrix holds
+#define GT_SEG_W (GT_SEG_FRONT * GT_SEG_FRONT + 2)  // a product: P (row i the entry i of the piece after
+                                                    // the range, column j the head's entry j), the head
+                                                    // slot where the range restarts the segment, the run's
+                                                    // last piece where it restarts a run (-1: it does not)
+#define GT_SEG_I 5  // per slot: its segment's head, the boundary after the segment it heads (-1: none), 1
+                    // where the walk jumped the segment it heads, 1 for a segment piece, its run's last piece
+
 // GT_SEG_NO_JUMPS (tests/test_segment_walk_jumps.py only): the run's walk never jumps, a step per
-// piece, the walk that each jump stands for (its words and scores must be the same).
+// piece, the walk that each jump stands for (its words must be the same).
 #if defined(GT_SEG_NO_JUMPS) && !defined(CUDA_EMU)
 #error "GT_SEG_NO_JUMPS is for the CPU emulator's tests only"
 #endif
-static_assert(GT_FRONT_MAX <= (1 << GT_WINNER_BITS) && GT_WINNER_BITS * GT_FRONT_MAX < 64,
-              "a frontier index per position must fit in GT_WINNER_BITS, every position's in an i64");
-__device__ __forceinline__ int winner_of(i64 winners, int p) {
-    return (int)(winners >> (GT_WINNER_BITS * p)) & ((1 << GT_WINNER_BITS) - 1);
+
+// Order-preserving keys of doubles (not NaN): keys compare as unsigned as their doubles do.
+__device__ __forceinline__ u64 order_key(double x) {
+    const u64 bits = (u64)__double_as_longlong(x);
+    return bits >> 63 ? ~bits : bits | (1ull << 63);
 }
 
-// The winners of every position that map each position to itself (a route through no piece).
-__device__ __forceinline__ i64 same_route() {
-    i64 route = 0;
-#pragma unroll
-    for (int p = 0; p < GT_FRONT_MAX; ++p) route |= (i64)p << (GT_WINNER_BITS * p);
-    return route;
+__device__ __forceinline__ double order_value(u64 key) {
+    return __longlong_as_double((long long)(key >> 63 ? key & ~(1ull << 63) : ~key));
 }
 
-// A route followed by a piece's winners: position p comes from `winners`' winner of route's p.
-__device__ __forceinline__ i64 then_winners(i64 route, i64 winners) {
-    i64 composed = 0;
-#pragma unroll
-    for (int p = 0; p < GT_FRONT_MAX; ++p) composed |= (i64)winner_of(winners, winner_of(route, p)) << (GT_WINNER_BITS * p);
-    return composed;
-}
-
-// 2 u_top of slot t's table (0: none): the shifts that keep its classes are its multiples.
-__device__ __forceinline__ double table_modulus(const int* own_i) {
-    return own_i[1] > 0 ? ldexp((double)own_i[1], own_i[0] - 53) : 0.0;
-}
-
-// The largest |s| with v + s in v's binade for every multiple s of v's spacing (-1 for 0).
-__device__ __forceinline__ double binade_room(double v) {
-    const double size = fabs(v);
-    if (!(size > 0.0)) return -1.0;
-    const int e = binade_of(v);
-    const double low = size - ldexp(1.0, e - 1), high = ldexp(1.0, e) - size;  // exact (Sterbenz)
-    const double room = (low < high ? low : high) - ldexp(1.0, e - 53);
-    return room > 0.0 ? room : 0.0;
-}
-
-// by_table on a guess x, and the largest |s_f| (each a multiple of `modulus`, itself a multiple of
-// the table's) for which x_f + s_f give y_p + s_(winner at p): every x within its estimate's error
-// and binade, every sum in its binade with its spacing dividing s; *gap the least lead of a winner
-// (the shifts' spread must stay below it), *winners each position's. -1 where the table does not apply.
-__device__ double guess_step(const double* own_f, const int* own_i, const Front& out, const Front& in,
-                             const double* x, double* y, double* gap, i64* winners) {
-    if (!by_table(own_f, own_i, out, in, x, y)) return -1.0;
-    const double modulus = table_modulus(own_i), error = own_f[GT_CF_ERROR];
-    double slack = binade_room(x[0]);
-    for (int g = 0; g < in.n; ++g) {
-        const double d = fabs(x[g] - own_f[GT_CF_ESTIMATE + g]);
-        const double range = (error - d) - ldexp(error + d, -50);  // below error - |x + s - estimate|
-        int cls;
-        double table_room;
-        const double shift = fabs(class_shift(own_f, own_i, g, x[g], &cls, &table_room));
-        const double held = (table_room - shift) - ldexp(table_room + shift, -50);  // |shift + s| < room
-        const double room = binade_room(x[g]);
-        slack = range < slack ? range : slack;
-        slack = held < slack ? held : slack;
-        slack = room < slack ? room : slack;
-    }
-    *gap = -GT_NEG_INF;
-    *winners = 0;
-    for (int p = 0; p < out.n; ++p) {
-        int winner = -1;
-        for (int g = 0; g < in.n; ++g) {
-            GT_STEP();
-            int cls;
-            double table_room;
-            const double shift = class_shift(own_f, own_i, g, x[g], &cls, &table_room);
-            const double v = own_f[GT_CF_TABLE + (GT_FRONT_MAX * p + g) * GT_CLASSES_MAX + cls];
-            if (v == GT_NEG_INF) continue;
-            const double sum = v + shift, sum_room = binade_room(sum);
-            if (sum_room < 0.0 || ldexp(1.0, binade_of(sum) - 53) > modulus) return -1.0;
-            slack = sum_room < slack ? sum_room : slack;
-            if (sum == y[p] && winner < 0) {
-                winner = g;
-            } else {  // its lead (rounded down where inexact)
-                const double d = y[p] - sum;
-                const double lead = exact_sum(sum, d, y[p]) && sum + d == y[p] ? d : d - ldexp(d, -50);
-                *gap = lead < *gap ? lead : *gap;
-            }
-        }
-        *winners |= (i64)winner << (GT_WINNER_BITS * p);
-    }
-    return slack > 0.0 ? slack : 0.0;
-}
-
-struct Segments {
+// The tables segment_resolve's scan reads (written by the launches before it).
+struct SegTables {
+    i64 n_anchors;
     const i64* slot_i;
-    i64 chunk_bytes, group;
+    const double* class_f;
+    const int* class_i;
+    const int* front_n;
 
-    __device__ __forceinline__ i64 group_of(i64 t) const { return slot_i[GT_SLOT_FIELDS * t] / chunk_bytes / group; }
-    __device__ __forceinline__ bool pending(i64 t) const {
-        return t >= 0 && slot_i[GT_SLOT_FIELDS * t + 4] == GT_SLOT_PENDING;
+    // Piece t's delta at entry position p from frontier position f by class c's table (binade e):
+    // exact, the value and the class's tail lie in one binade.
+    __device__ __forceinline__ double delta(i64 t, int p, int f, int e, int c) const {
+        const double* own_f = class_f + GT_CLASS_FLOATS * t;
+        const double tail = class_base(own_f[GT_CF_ESTIMATE + f], e, 2) + c * ldexp(1.0, e - 53);
+        return own_f[GT_CF_TABLE + (GT_FRONT_MAX * p + f) * GT_CLASSES_MAX + c] - tail;
     }
-    // Does pending slot t head its segment (the piece after it is the run's last or in another group)?
-    __device__ __forceinline__ bool head(i64 t) const {
-        const i64 next = slot_i[GT_SLOT_FIELDS * t + 2];
-        return !pending(next) || group_of(next) != group_of(t);
+    // Whether pending anchor piece t steps by a matrix (its deltas into m, -inf where no path, unless
+    // null): a table of two classes of binade *e with the same deltas, no wider frontier than
+    // GT_SEG_FRONT, a finite value at each position of its entry.
+    __device__ bool matrix(i64 t, int* e, double* m) const {
+        if (slot_i[GT_SLOT_FIELDS * t + 4] != GT_SLOT_PENDING) return false;
+        *e = class_i[GT_CLASS_INTS * t];
+        const int n_in = front_width(front_n, slot_i[GT_SLOT_FIELDS * t + 2]), n_out = front_width(front_n, t);
+        if (class_i[GT_CLASS_INTS * t + 1] != 2 || n_in > GT_SEG_FRONT || n_out > GT_SEG_FRONT) return false;
+        const double unit = ldexp(1.0, *e - 53);
+        for (int q = 0; m && q < GT_SEG_FRONT * GT_SEG_FRONT; ++q) m[q] = GT_NEG_INF;
+        for (int p = 0; p < n_out; ++p) {
+            bool reached = false;
+            for (int f = 0; f < n_in; ++f) {
+                const double a = delta(t, p, f, *e, 0), b = delta(t, p, f, *e, 1);
+                if (!(a == b) || a > 0.0 || (a != GT_NEG_INF && fmod(a, unit) != 0.0)) return false;
+                reached = reached || a != GT_NEG_INF;
+                if (m) m[GT_SEG_FRONT * p + f] = a;
+            }
+            if (!reached) return false;  // by_table takes no -inf value
+        }
+        return true;
+    }
+    // Where piece t's table holds for entry f's exact value (by_table's conditions for either class):
+    // [*lo, *hi], rounded inwards (empty where the estimate or a room is not usable). Each class's tail
+    // lies within 4 units of the estimate (class_base), so |x - tail| < room where x lies within the
+    // room less 6 units of the estimate (2 units more for the roundings here).
+    __device__ __forceinline__ void window(i64 t, int f, int e, double* lo, double* hi) const {
+        const double* own_f = class_f + GT_CLASS_FLOATS * t;
+        const double est = own_f[GT_CF_ESTIMATE + f], err = own_f[GT_CF_ERROR];
+        const double room = fmin(own_f[GT_CF_ROOM + GT_CLASSES_MAX * f], own_f[GT_CF_ROOM + GT_CLASSES_MAX * f + 1]);
+        *lo = -GT_NEG_INF;
+        *hi = GT_NEG_INF;
+        if (!(isfinite(est) && isfinite(err) && room > 0.0)) return;
+        const double edge = ldexp(1.0, e), half = ldexp(1.0, e - 1), unit = ldexp(1.0, e - 53);
+        const double radius = fmin(err, room - 6.0 * unit);
+        *lo = fmax(nextafter(est - radius, -GT_NEG_INF), est < 0.0 ? unit - edge : half);
+        *hi = fmin(nextafter(est + radius, GT_NEG_INF), est < 0.0 ? -half : edge - unit);
     }
 };
 
-// Guess c's walks over the segment headed by slot k (segment_resolve's first part).
-__device__ void guess_segment(const Segments& sg, i64 k, int c, i64 n_anchors, const int* front_n, const int* front_off,
-                              const double* class_f, const int* class_i, double* spec_f, i64* spec_i) {
-    const i64* slot_i = sg.slot_i;
-    const i64 group = sg.group_of(k);
-    auto in_segment = [&](i64 t) { return sg.pending(t) && sg.group_of(t) == group; };
-    auto prev = [&](i64 t) { return slot_i[GT_SLOT_FIELDS * t + 3]; };
-    double modulus = 0.0;
-    i64 tail = k;
-    for (i64 t = k;; t = prev(t)) {
-        GT_STEP();
-        const double m = table_modulus(class_i + GT_CLASS_INTS * t);
-        modulus = m > modulus ? m : modulus;
-        if (c == 0) {
-            spec_i[GT_SPEC_INTS * t + GT_SPEC_HEAD] = k;
-            spec_i[GT_SPEC_INTS * t + GT_SPEC_JUMP] = -1;
-        }
-        tail = t;
-        if (!in_segment(prev(t))) break;
-    }
-    if (c == 0) {
-        spec_i[GT_SPEC_INTS * k + GT_SPEC_NEXT] = prev(tail);
-        spec_f[GT_SPEC_FLOATS * k + GT_SPEC_MODULUS] = modulus;
-    }
-    Front out, in;
-    for (i64 v = k; v >= 0;) {  // a walk from v, from a new guess
-        const double* own_f = class_f + GT_CLASS_FLOATS * v;
-        const int* own_i = class_i + GT_CLASS_INTS * v;
-        slot_fronts(front_n, front_off, n_anchors, v, slot_i[GT_SLOT_FIELDS * v + 2], &out, &in);
-        const double unit = ldexp(1.0, own_i[0] - 53);
-        double x[GT_FRONT_MAX], y[GT_FRONT_MAX];
-        i64 t = v, last = -1;  // the walk's stop, its last slot passed
-        // guess c: residue c % K of x_0 (K residues of the modulus, next to its estimate), the other
-        // positions x_0 + their estimates' difference, moved by 0, +1, -1, +2, ... units (variant c / K)
-        const int residues = modulus > 0.0 && modulus <= GT_CLASSES_MAX * unit ? (int)(modulus / unit) : 0;
-        const int variant = residues ? c / residues : 0;
-        if (own_i[1] > 0 && residues && (in.n > 1 || variant == 0)) {
-            const double x0 = own_f[GT_CF_ESTIMATE];
-            const double base = floor(x0 / modulus) * modulus + (c % residues) * unit;
-            const double moved = ((variant + 1) / 2) * (variant & 1 ? unit : -unit);
-            for (int g = 0; g < in.n; ++g)
-                x[g] = base + (g ? rint((own_f[GT_CF_ESTIMATE + g] - x0) / unit) * unit + moved : 0.0);
-            while (true) {
-                GT_STEP();
-                double* here = spec_f + GT_SPEC_FLOATS * t;
-                for (int g = 0; g < in.n; ++g) here[GT_SPEC_X + GT_FRONT_MAX * c + g] = x[g];
-                double gap;
-                i64 winners;
-                const double slack = guess_step(class_f + GT_CLASS_FLOATS * t, class_i + GT_CLASS_INTS * t, out, in,
-                                                x, y, &gap, &winners);
-                if (slack < 0.0) break;
-                here[GT_SPEC_SLACK + c] = slack;
-                here[GT_SPEC_GAP + c] = gap;
-                spec_i[GT_SPEC_INTS * t + GT_SPEC_WINNERS + c] = winners;
-                for (int p = 0; p < out.n; ++p) x[p] = y[p];
-                last = t;
-                if (!in_segment(prev(t))) {
-                    t = -1;
-                    break;
-                }
-                t = prev(t);
-                slot_fronts(front_n, front_off, n_anchors, t, slot_i[GT_SLOT_FIELDS * t + 2], &out, &in);
+// c = a after b (max-plus, GT_SEG_FRONT square, row-major; c may be a, not b).
+__device__ __forceinline__ void seg_product(double* c, const double* a, const double* b) {
+    for (int i = 0; i < GT_SEG_FRONT; ++i) {
+        double row[GT_SEG_FRONT];
+        for (int j = 0; j < GT_SEG_FRONT; ++j) {
+            GT_STEP();
+            row[j] = GT_NEG_INF;
+            for (int m = 0; m < GT_SEG_FRONT; ++m) {
+                const double v = a[GT_SEG_FRONT * i + m] + b[GT_SEG_FRONT * m + j];
+                row[j] = v > row[j] ? v : row[j];
             }
         }
-        if (t < 0) {
-            for (int g = 0; g < GT_FRONT_MAX; ++g) spec_f[GT_SPEC_FLOATS * k + GT_SPEC_EXIT + GT_FRONT_MAX * c + g] = x[g];
-        } else {
-            spec_f[GT_SPEC_FLOATS * t + GT_SPEC_SLACK + c] = -1.0;
-        }
-        // each slot passed: the least slack and gap from it to the stop, the winners composed
-        double slack = -GT_NEG_INF, gap = -GT_NEG_INF;
-        i64 route = same_route();  // position p of the stop comes from position route's p here
-        for (i64 u = last; u >= 0; u = u == v ? -1 : slot_i[GT_SLOT_FIELDS * u + 2]) {
-            GT_STEP();
-            double* here = spec_f + GT_SPEC_FLOATS * u;
-            slack = here[GT_SPEC_SLACK + c] < slack ? here[GT_SPEC_SLACK + c] : slack;
-            gap = here[GT_SPEC_GAP + c] < gap ? here[GT_SPEC_GAP + c] : gap;
-            here[GT_SPEC_SLACK + c] = slack;
-            here[GT_SPEC_GAP + c] = gap;
-            route = then_winners(route, spec_i[GT_SPEC_INTS * u + GT_SPEC_WINNERS + c]);
-            spec_i[GT_SPEC_INTS * u + GT_SPEC_ROUTE + c] = route;
-            spec_i[GT_SPEC_INTS * u + GT_SPEC_STOP + c] = t;
-        }
-        v = t >= 0 && in_segment(prev(t)) ? prev(t) : -1;
+        for (int j = 0; j < GT_SEG_FRONT; ++j) c[GT_SEG_FRONT * i + j] = row[j];
     }
 }
 
-// The guess whose x at slot t is the exact x + shift (per position) for shifts the jump allows, or -1.
-__device__ int matching_guess(const double* spec_f, i64 t, int n, const double* x, double modulus, double* shift) {
-    const double* here = spec_f + GT_SPEC_FLOATS * t;
-    for (int c = 0; c < GT_GUESSES; ++c) {
-        const double slack = __ldcg(here + GT_SPEC_SLACK + c);
-        if (!(slack >= 0.0) || !(modulus > 0.0)) continue;
-        bool same = true;
-        double low = 0.0, high = 0.0;
-        for (int g = 0; g < n && same; ++g) {
-            GT_STEP();
-            const double guess = __ldcg(here + GT_SPEC_X + GT_FRONT_MAX * c + g), s = x[g] - guess;
-            same = guess + s == x[g] && exact_sum(guess, s, x[g]) && fabs(s) <= slack &&
-                   floor(s / modulus) * modulus == s;
-            low = g == 0 || s < low ? s : low;
-            high = g == 0 || s > high ? s : high;
-            shift[g] = s;
-        }
-        if (same && high - low <= __ldcg(here + GT_SPEC_GAP + c)) return c;
-    }
-    return -1;
+// The max-plus identity (GT_SEG_FRONT square): 0 on the diagonal, -inf elsewhere.
+__device__ __forceinline__ void seg_identity(double* p) {
+    for (int m = 0; m < GT_SEG_FRONT * GT_SEG_FRONT; ++m) p[m] = m % (GT_SEG_FRONT + 1) ? GT_NEG_INF : 0.0;
 }
 
-// Per thread: one guess for one segment (thread k * GT_GUESSES + c, slot k its head): its walks
-// (guess_segment). The launch's last block then walks each long run (a thread per run): from its end,
-// a jump per segment where a guess matches, else a step per piece (the table, or an exact solve where
-// it does not apply); the exact x of the pieces stepped over go to class_f, the jumps to spec_*.
-extern "C" __global__ void __launch_bounds__(GT_BLOCK)
+// tile_scan's operator over the anchors, from the last (the walk's order): element i is piece k =
+// n_anchors - 1 - i's matrix (a segment piece) or a restart at k (a boundary: identity, head k; a
+// run's last piece restarts its run too). put records each piece's product P_k, head and run, links
+// each boundary to the head before it, adds a segment piece's bounds to its head's and, at a run's
+// anchor piece next to its start, the run's first piece's product.
+struct SegScan {
+    using T = double;
+    static constexpr int W = GT_SEG_W;
+    SegTables t;
+    double* seg_p;  // per slot: P_k
+    i64* seg_i;     // per slot: GT_SEG_I
+    u64* seg_c;     // per anchor that heads a segment: keys of the bounds on its entries, upper then lower
+
+    __device__ __forceinline__ static void identity(double* p) {
+        seg_identity(p);
+        p[W - 2] = p[W - 1] = -1.0;
+    }
+    __device__ __noinline__ static void join(double* later, const double* earlier) {
+        if (later[W - 2] < 0.0) {  // no restart inside later: it extends earlier's segment
+            seg_product(later, later, earlier);
+            later[W - 2] = earlier[W - 2];
+        }
+        if (later[W - 1] < 0.0) later[W - 1] = earlier[W - 1];
+    }
+    // Head h: no boundary after it yet, bounds that hold for any entries.
+    __device__ __forceinline__ void start_head(i64 h) const {
+        seg_i[GT_SEG_I * h + 1] = -1;
+        for (int j = 0; j < GT_SEG_FRONT; ++j) {
+            seg_c[2 * GT_SEG_FRONT * h + j] = order_key(-GT_NEG_INF);
+            seg_c[2 * GT_SEG_FRONT * h + GT_SEG_FRONT + j] = order_key(GT_NEG_INF);
+        }
+    }
+    __device__ __noinline__ void element(i64 i, double* p) const {
+        identity(p);
+        const i64 k = t.n_anchors - 1 - i;
+        if (t.slot_i[GT_SLOT_FIELDS * k + 4] == GT_SLOT_NONE) return;  // no piece at this anchor
+        const i64 next = t.slot_i[GT_SLOT_FIELDS * k + 2];
+        int e;
+        bool segment = next >= 0 && t.matrix(k, &e, p);
+        // a new binade is a boundary: a product's sums share one spacing (a pending piece before it of
+        // another binade, whether a segment piece or not)
+        if (segment && t.slot_i[GT_SLOT_FIELDS * next + 4] == GT_SLOT_PENDING && t.class_i[GT_CLASS_INTS * next] != e)
+            segment = false;
+        seg_i[GT_SEG_I * k + 3] = segment;
+        if (!segment) {
+            identity(p);
+            p[W - 2] = (double)k;
+            start_head(k);
+        }
+        if (next < 0) p[W - 1] = (double)k;
+    }
+    __device__ __noinline__ void put(i64 i, double* p) const {
+        const i64 k = t.n_anchors - 1 - i;
+        const i64* fields = t.slot_i + GT_SLOT_FIELDS * k;
+        if (fields[4] == GT_SLOT_NONE) return;
+        const bool segment = seg_i[GT_SEG_I * k + 3];
+        const i64 run = fields[2] < 0 ? k : (i64)p[W - 1], h = fields[2] < 0 ? k : (i64)p[W - 2];
+        seg_i[GT_SEG_I * k] = h;
+        seg_i[GT_SEG_I * k + 4] = run;
+        for (int m = 0; m < GT_SEG_FRONT * GT_SEG_FRONT; ++m) seg_p[GT_SEG_FRONT * GT_SEG_FRONT * k + m] = p[m];
+        if (!segment && fields[2] >= 0) seg_i[GT_SEG_I * h + 1] = k;  // a boundary ends h's segment
+        if (segment) bound(k, h, p);
+        if (fields[3] >= t.n_anchors) run_start(k, segment ? h : k, run, segment, p);
+    }
+    // The run's first piece r after anchor piece k: its product (P_k then k's matrix; identity after a
+    // boundary k, which heads an empty segment), head and run.
+    __device__ __noinline__ void run_start(i64 k, i64 head, i64 run, bool segment, const double* p) const {
+        const i64 r = t.slot_i[GT_SLOT_FIELDS * k + 3];
+        double* to = seg_p + GT_SEG_FRONT * GT_SEG_FRONT * r;
+        seg_identity(to);
+        if (segment) {
+            const int e = t.class_i[GT_CLASS_INTS * k];
+            const int n_in = front_width(t.front_n, t.slot_i[GT_SLOT_FIELDS * k + 2]);
+            const int n_out = front_width(t.front_n, k);
+            for (int i = 0; i < GT_SEG_FRONT; ++i) {
+                for (int j = 0; j < GT_SEG_FRONT; ++j) {
+                    GT_STEP();
+                    double best = GT_NEG_INF;
+                    for (int m = 0; m < n_in && i < n_out; ++m) {
+                        const double v = t.delta(k, i, m, e, 0) + p[GT_SEG_FRONT * m + j];
+                        best = v > best ? v : best;
+                    }
+                    to[GT_SEG_FRONT * i + j] = best;
+                }
+            }
+        }
+        seg_i[GT_SEG_I * r] = head;
+        seg_i[GT_SEG_I * r + 3] = 0;
+        seg_i[GT_SEG_I * r + 4] = run;
+        seg_i[GT_SEG_I * head + 1] = r;
+    }
+    // Segment piece k's windows on its entries x_k = P_k E as bounds on head h's E (see above).
+    __device__ __forceinline__ void bound(i64 k, i64 h, const double* p) const {
+        const int e = t.class_i[GT_CLASS_INTS * k];
+        const i64 first = t.slot_i[GT_SLOT_FIELDS * h + 3];  // the segment's first piece: its estimates pick w
+        const int n_e = front_width(t.front_n, h), n_in = front_width(t.front_n, t.slot_i[GT_SLOT_FIELDS * k + 2]);
+        u64* upper = seg_c + 2 * GT_SEG_FRONT * h;  // a bound per (entry, head's entry): no arrays to keep
+        u64* lower = upper + GT_SEG_FRONT;
+        for (int i = 0; i < n_in; ++i) {
+            double lo, hi, best = GT_NEG_INF;
+            t.window(k, i, e, &lo, &hi);
+            int w = -1;
+            for (int j = 0; j < n_e; ++j) {
+                GT_STEP();
+                const double a = p[GT_SEG_FRONT * i + j];
+                if (a == GT_NEG_INF) continue;
+                atomicMin(upper + j, order_key(nextafter(hi - a, GT_NEG_INF)));
+                const double guess = a + t.class_f[GT_CLASS_FLOATS * first + GT_CF_ESTIMATE + j];
+                if (w < 0 || guess > best) {
+                    w = j;
+                    best = guess;
+                }
+            }
+            // no path into entry i: never in its window
+            const double least = w < 0 ? -GT_NEG_INF : nextafter(lo - p[GT_SEG_FRONT * i + w], -GT_NEG_INF);
+            atomicMax(lower + (w < 0 ? 0 : w), order_key(least));
+        }
+    }
+};
+
+// What a run's walk reads and writes (segment_resolve's arrays; by reference: few registers).
+struct WalkArrays {
+    i64 n_anchors;
+    const int* front_n;
+    const int* front_off;
+    i64* slot_i;
+    double* class_f;
+    int* class_i;
+    const double* seg_p;
+    double* seg_x;
+    i64* seg_i;
+    const u64* seg_c;
+    double* score;
+    int* length;
+    int* ids;
+    u8* path;
+};
+
+// The walk's step over piece t: its entry's exact values from x (its end's), in place, by its table
+// where it holds, else by an exact solve; the x it was stepped from kept for segment_finish.
+__device__ __noinline__ void resolve_piece(const Model& m, const u8* data, const WalkArrays& w, i64 t, double* x) {
+    GT_STEP();
+    i64* fields = w.slot_i + GT_SLOT_FIELDS * t;
+    double* own_f = w.class_f + GT_CLASS_FLOATS * t;
+    int* own_i = w.class_i + GT_CLASS_INTS * t;
+    Front out, in;
+    slot_fronts(w.front_n, w.front_off, w.n_anchors, t, fields[2], &out, &in);
+    for (int g = 0; g < in.n; ++g) own_f[GT_CF_EXACT + g] = x[g];
+    double y[GT_FRONT_MAX];
+    if (by_table(own_f, own_i, out, in, x, y)) {
+        fields[4] = GT_SLOT_CERTAIN;
+    } else {
+        solve_front(m, data, fields[0], fields[1], in, x, w.score, w.length, w.ids);
+        after_solve(fields[0], fields[1], out, in, w.length, w.path, own_i + 2);
+        for (int p = 0; p < out.n; ++p) y[p] = w.score[fields[0] + out.off[p]];
+        fields[4] = GT_SLOT_EXACT;
+    }
+    for (int p = 0; p < GT_FRONT_MAX; ++p) x[p] = p < out.n ? y[p] : GT_NEG_INF;
+}
+
+// The walk at head h (x its entry's values): kept for segment_finish, and whether they meet its
+// segment's bounds (then x becomes the entries of the boundary after the segment). Returns the next
+// piece to step, the boundary where the bounds hold, else the segment's first piece (-1: none), and
+// sets *stop to the boundary.
+__device__ __noinline__ i64 segment_head(const WalkArrays& w, i64 h, double* x, i64* stop) {
+    GT_STEP();
+    const i64 k0 = w.slot_i[GT_SLOT_FIELDS * h + 3], b = __ldcg(w.seg_i + GT_SEG_I * h + 1);
+    *stop = b;
+    w.seg_i[GT_SEG_I * h + 2] = 0;
+    if (k0 < 0 || b == k0 || b < 0) return k0;  // the run's start, or an empty segment: k0 stepped
+    const int n_e = front_width(w.front_n, h);  // <= GT_SEG_FRONT: its first piece is a segment piece
+    for (int j = 0; j < GT_SEG_FRONT; ++j) w.seg_x[GT_SEG_FRONT * h + j] = x[j];
+    bool jump = true;
+    for (int j = 0; j < n_e; ++j) {
+        jump &= x[j] <= order_value(__ldcg(w.seg_c + 2 * GT_SEG_FRONT * h + j)) &&
+                x[j] >= order_value(__ldcg(w.seg_c + 2 * GT_SEG_FRONT * h + GT_SEG_FRONT + j));
+    }
+#ifdef GT_SEG_NO_JUMPS
+    jump = false;  // tests: the walk a step per piece that each jump stands for
+#endif
+    if (!jump) return k0;
+    w.seg_i[GT_SEG_I * h + 2] = 1;
+    double y[GT_SEG_FRONT];  // b's entries: P_b E
+    for (int i = 0; i < GT_SEG_FRONT; ++i) {
+        y[i] = GT_NEG_INF;
+        for (int j = 0; j < n_e; ++j) {
+            const double v = x[j] + __ldcg(w.seg_p + GT_SEG_FRONT * (GT_SEG_FRONT * b + i) + j);
+            y[i] = v > y[i] ? v : y[i];
+        }
+    }
+    for (int i = 0; i < GT_FRONT_MAX; ++i) x[i] = i < GT_SEG_FRONT ? y[i] : GT_NEG_INF;
+    return b;
+}
+
+// The walk of the long run whose last piece is anchor `last`: from each head, a jump over its segment
+// where its entry's values meet the segment's bounds, else a step per piece of it; then the boundary
+// after it.
+__device__ __noinline__ void resolve_run(const Model& m, const u8* data, const WalkArrays& w, i64 last) {
+    double x[GT_FRONT_MAX];  // the entry's exact values of the piece stepped last
+    const Front out = front_of(w.front_n, w.front_off, last);
+    for (int p = 0; p < GT_FRONT_MAX; ++p)
+        x[p] = p < out.n ? w.score[w.slot_i[GT_SLOT_FIELDS * last] + out.off[p]] : GT_NEG_INF;
+    i64 stop;
+    for (i64 t = segment_head(w, last, x, &stop); t >= 0;) {
+        resolve_piece(m, data, w, t, x);
+        t = t == stop && t < w.n_anchors ? segment_head(w, t, x, &stop) : w.slot_i[GT_SLOT_FIELDS * t + 3];
+    }
+}
+
+// Per block: a tile of anchors, from the last (in the order blocks start), their pieces scanned
+// (SegScan); then per long run, the thread of its anchor piece next to its start: its walk
+// (resolve_run), once every tile holding its pieces is scanned (counted per run, so the walk waits on
+// earlier tiles only). Per thread: the scan's steps (tile_scan.cuh) and, for a walk, a step per
+// segment plus the steps of its boundaries (a table step or an exact solve each) and of the segments
+// whose bounds fail (a step per piece). counters: [4] the tiles taken, then per tile its scan's flag,
+// then per run's last piece its scanned tiles (zeroed by segment_marks).
+extern "C" __global__ void __launch_bounds__(GT_BLOCK, 4)
 segment_resolve(const int* __restrict__ state, const int* __restrict__ check, const u8* __restrict__ label,
                 const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
-                int jieba_mode, const u8* __restrict__ data, i64 n_anchors, i64 n_slots, i64 chunk_bytes, i64 group,
-                u64* __restrict__ counters, const int* __restrict__ front_n, const int* __restrict__ front_off,
-                i64* __restrict__ slot_i, double* __restrict__ class_f, int* __restrict__ class_i,
-                double* __restrict__ spec_f, i64* __restrict__ spec_i, const i64* __restrict__ est_i,
-                double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
-    const i64 thread = global_thread_index();
-    const i64 k = thread / GT_GUESSES;
-    const int c = (int)(thread % GT_GUESSES);
-    const Segments sg = {slot_i, chunk_bytes, group};
-    if (k < n_slots) {
-        const i64 k_state = slot_i[GT_SLOT_FIELDS * k + 4];
-        if (k_state == GT_SLOT_PENDING && sg.head(k))
-            guess_segment(sg, k, c, n_anchors, front_n, front_off, class_f, class_i, spec_f, spec_i);
-    }
-    __shared__ int last_block;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last_block = atomicAdd(&counters[4], 1ull) == (u64)gridDim.x - 1;
-    __syncthreads();
-    if (!last_block) return;
-    __threadfence();
-    const i64 n_long = (i64)counters[3];
+                int jieba_mode, const u8* __restrict__ data, i64 n_anchors, u64* __restrict__ counters,
+                const int* __restrict__ front_n, const int* __restrict__ front_off, i64* __restrict__ slot_i,
+                double* __restrict__ class_f, int* __restrict__ class_i, double* __restrict__ seg_p,
+                double* __restrict__ seg_x, i64* __restrict__ seg_i, u64* __restrict__ seg_c,
+                double* __restrict__ nodes, double* __restrict__ sweeps, double* __restrict__ score, int* __restrict__ length,
+                int* __restrict__ ids, u8* __restrict__ path) {
+    __shared__ i64 tile_slot;
+    const i64 tile = lookback_tile(counters + 4, &tile_slot);
+    const SegTables tables{n_anchors, slot_i, class_f, class_i, front_n};
+    // a product of 8 x 8 doubles is too wide for shared memory: the sweeps in the tile's scratch
+    tile_scan_global(SegScan{tables, seg_p, seg_i, seg_c}, n_anchors, tile, counters + GT_COUNTERS, nodes,
+                     sweeps + GT_BLOCK * GT_SEG_W * tile);
+    u64* done = counters + GT_COUNTERS + n_anchors;  // per run's last piece: the tiles of its pieces scanned
+    const i64 i = tile * GT_BLOCK + threadIdx.x, k = n_anchors - 1 - i;
+    const bool piece = i < n_anchors && slot_i[GT_SLOT_FIELDS * k + 4] != GT_SLOT_NONE;
+    if (!piece) return;
+    const i64 next = slot_i[GT_SLOT_FIELDS * k + 2], run = seg_i[GT_SEG_I * k + 4];
+    auto tile_of = [&](i64 anchor) { return (n_anchors - 1 - anchor) / GT_BLOCK; };
+    // the first of run's pieces in this tile adds the tiles since its piece before (the run's last
+    // piece: 1), so that the run's count reaches 1 + the tile of its piece next to its start - its last's
+    if (next < 0 || tile_of(next) < tile) atomicAdd(done + run, next < 0 ? 1ull : (u64)(tile - tile_of(next)));
+    if (slot_i[GT_SLOT_FIELDS * k + 3] < n_anchors) return;  // the walk is the run's piece next to its start's
+    tile_wait(done, run, (u64)(1 + tile - tile_of(run)));
     const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
-    for (i64 r = threadIdx.x; r < n_long; r += blockDim.x) {
-        const i64 last = est_i[GT_EST_INTS * r + GT_EST_LAST];
-        Front out, in;
-        slot_fronts(front_n, front_off, n_anchors, last, -1, &out, &in);
-        double x[GT_FRONT_MAX];  // exact values at the frontier of the piece before
-        for (int p = 0; p < out.n; ++p) x[p] = score[slot_i[GT_SLOT_FIELDS * last] + out.off[p]];
-        for (i64 t = slot_i[GT_SLOT_FIELDS * last + 3]; t >= 0;) {
-            GT_STEP();
-            i64* fields = slot_i + GT_SLOT_FIELDS * t;
-            double* own_f = class_f + GT_CLASS_FLOATS * t;
-            int* own_i = class_i + GT_CLASS_INTS * t;
-            slot_fronts(front_n, front_off, n_anchors, t, fields[2], &out, &in);
-            const i64 head = __ldcg(spec_i + GT_SPEC_INTS * t + GT_SPEC_HEAD);
-            double s[GT_FRONT_MAX];
-#ifdef GT_SEG_NO_JUMPS
-            const int guess = -1;
-#else
-            const int guess = matching_guess(spec_f, t, in.n, x,
-                                             __ldcg(spec_f + GT_SPEC_FLOATS * head + GT_SPEC_MODULUS), s);
-#endif
-            if (guess >= 0) {  // jump: x + s at the walk's stop
-                spec_i[GT_SPEC_INTS * t + GT_SPEC_JUMP] = guess;
-                for (int g = 0; g < in.n; ++g) spec_f[GT_SPEC_FLOATS * t + GT_SPEC_SHIFT + g] = s[g];
-                const i64 stop = __ldcg(spec_i + GT_SPEC_INTS * t + GT_SPEC_STOP + guess);
-                const i64 route = __ldcg(spec_i + GT_SPEC_INTS * t + GT_SPEC_ROUTE + guess);
-                const double* to = stop >= 0 ? spec_f + GT_SPEC_FLOATS * stop + GT_SPEC_X
-                                             : spec_f + GT_SPEC_FLOATS * head + GT_SPEC_EXIT;
-                for (int g = 0; g < GT_FRONT_MAX; ++g) x[g] = __ldcg(to + GT_FRONT_MAX * guess + g) + s[winner_of(route, g)];
-                t = stop >= 0 ? stop : __ldcg(spec_i + GT_SPEC_INTS * head + GT_SPEC_NEXT);
-                continue;
-            }
-            for (int g = 0; g < in.n; ++g) own_f[GT_CF_EXACT + g] = x[g];
-            double y[GT_FRONT_MAX];
-            if (by_table(own_f, own_i, out, in, x, y)) {
-                fields[4] = GT_SLOT_CERTAIN;
-            } else {
-                solve_front(m, data, fields[0], fields[1], in, x, score, length, ids);
-                after_solve(fields[0], fields[1], out, in, length, path, own_i + 2);
-                for (int p = 0; p < out.n; ++p) y[p] = score[fields[0] + out.off[p]];
-                fields[4] = GT_SLOT_EXACT;
-            }
-            for (int p = 0; p < out.n; ++p) x[p] = y[p];
-            t = fields[3];
-        }
-    }
+    const WalkArrays w{n_anchors, front_n, front_off, slot_i, class_f, class_i, seg_p, seg_x, seg_i, seg_c,
+                       score, length, ids, path};
+    resolve_run(m, data, w, run);
 }
 
 // The entry after each piece, from its entry `entry` (an offset in its start's frontier; one not in it
@@ -1376,7 +1416,7 @@ __device__ void compose_entries(i64 h, i64 n_anchors, i64 chunk_bytes, i64 group
 }
 
 // Per thread: one piece whose exact frontier values segment_resolve found (stepped over: class_f's;
-// jumped over: its guess's + the jump's shift, from the jump before it in its segment): one solve
+// in a jumped segment: its product applied to the segment's start): one solve
 // and its path (or, where it starts at a forced cut, where the path from each entry leaves it). The
 // launch's last block then composes each segment's entries (compose_entries, a thread per segment)
 // and walks each long run (a thread per run, a step per segment or per piece of the last piece's
@@ -1386,8 +1426,9 @@ segment_finish(const int* __restrict__ state, const int* __restrict__ check, con
                const u8* __restrict__ eow, int trie_size, const double* __restrict__ weights, double unknown_weight,
                int jieba_mode, const u8* __restrict__ data, i64 n_anchors, i64 n_slots,
                const int* __restrict__ front_n, const int* __restrict__ front_off, i64* __restrict__ slot_i,
-               const double* __restrict__ class_f, int* __restrict__ class_i, const double* __restrict__ spec_f,
-               const i64* __restrict__ spec_i, u64* __restrict__ counters, i64 chunk_bytes, i64 group,
+               const double* __restrict__ class_f, int* __restrict__ class_i, const double* __restrict__ seg_p,
+               const double* __restrict__ seg_x, const i64* __restrict__ seg_i, u64* __restrict__ counters,
+               i64 chunk_bytes, i64 group,
                i64* __restrict__ est_i, double* __restrict__ score, int* __restrict__ length, int* __restrict__ ids,
                u8* __restrict__ path) {
     const i64 k = global_thread_index();
@@ -1399,22 +1440,17 @@ segment_finish(const int* __restrict__ state, const int* __restrict__ check, con
         slot_fronts(front_n, front_off, n_anchors, k, slot_i[GT_SLOT_FIELDS * k + 2], &out, &in);
         double x[GT_FRONT_MAX];
         for (int g = 0; g < in.n; ++g) x[g] = class_f[GT_CLASS_FLOATS * k + GT_CF_EXACT + g];
-        if (k_state == GT_SLOT_PENDING) {  // jumped over: the jump before it, the winners between
-            i64 t = k;
-            while (spec_i[GT_SPEC_INTS * t + GT_SPEC_JUMP] < 0) {
-                GT_STEP();
-                t = slot_i[GT_SLOT_FIELDS * t + 2];
+        if (k_state == GT_SLOT_PENDING) {  // in a segment the walk jumped: P_k E, E its head's entry
+            const i64 h = seg_i[GT_SEG_I * k];
+            const int n_e = front_width(front_n, h);
+            for (int g = 0; g < in.n; ++g) {
+                x[g] = GT_NEG_INF;
+                for (int j = 0; j < n_e; ++j) {
+                    GT_STEP();
+                    const double v = seg_x[GT_SEG_FRONT * h + j] + seg_p[GT_SEG_FRONT * (GT_SEG_FRONT * k + g) + j];
+                    x[g] = v > x[g] ? v : x[g];
+                }
             }
-            const int guess = (int)spec_i[GT_SPEC_INTS * t + GT_SPEC_JUMP];
-            i64 route = same_route();  // position g here comes from position route's g at t
-            for (i64 u = k; u != t;) {
-                GT_STEP();
-                u = slot_i[GT_SLOT_FIELDS * u + 2];
-                route = then_winners(route, spec_i[GT_SPEC_INTS * u + GT_SPEC_WINNERS + guess]);
-            }
-            for (int g = 0; g < in.n; ++g)
-                x[g] = spec_f[GT_SPEC_FLOATS * k + GT_SPEC_X + GT_FRONT_MAX * guess + g] +
-                       spec_f[GT_SPEC_FLOATS * t + GT_SPEC_SHIFT + winner_of(route, g)];
             slot_i[GT_SLOT_FIELDS * k + 4] = GT_SLOT_CERTAIN;
         }
         solve_front(m, data, a, b, in, x, score, length, ids);

@@ -26,14 +26,16 @@ __device__ __forceinline__ void tile_wait(u64* flags, i64 t, u64 state) {
     __threadfence();
 }
 
-// Tile `tile`'s part of the scan of elements 0 ... n - 1 (tile * GT_BLOCK < n). Call from every thread
-// of the block (it synchronises it); block size must be GT_BLOCK. Not inlined: the caller's registers
-// stay its own.
+// Tile `tile`'s part of the scan of elements 0 ... n - 1 (tile * GT_BLOCK < n), its sweeps in `tree`
+// (GT_BLOCK * W words of this block's own: shared memory, or global scratch where a product is too
+// wide for shared memory). Call from every thread of the block (it synchronises it); block size must
+// be GT_BLOCK. Called through tile_scan or tile_scan_global, not inlined: the caller's registers stay
+// its own.
 template <class Op>
-__device__ __noinline__ void tile_scan(const Op& op, i64 n, i64 tile, u64* flags, typename Op::T* nodes) {
+__device__ __forceinline__ void tile_scan_in(const Op& op, i64 n, i64 tile, u64* flags, typename Op::T* nodes,
+                                             typename Op::T* tree) {
     using T = typename Op::T;
     constexpr int W = Op::W;
-    __shared__ T tree[GT_BLOCK * W];
     __shared__ T other[W];
     const unsigned me = threadIdx.x;
     const i64 i = tile * GT_BLOCK + me;
@@ -84,4 +86,19 @@ __device__ __noinline__ void tile_scan(const Op& op, i64 n, i64 tile, u64* flags
     __threadfence();
     __syncthreads();
     if (me == 0) atomicExch(&flags[tile], 2ull);
+}
+
+// tile_scan_in with the sweeps in shared memory.
+template <class Op>
+__device__ __noinline__ void tile_scan(const Op& op, i64 n, i64 tile, u64* flags, typename Op::T* nodes) {
+    __shared__ typename Op::T tree[GT_BLOCK * Op::W];
+    tile_scan_in(op, n, tile, flags, nodes, tree);
+}
+
+// tile_scan_in with the sweeps in `tree`, this block's GT_BLOCK * W words of global scratch: products
+// too wide for shared memory (the block's own words, so its barriers order them as shared memory's).
+template <class Op>
+__device__ __noinline__ void tile_scan_global(const Op& op, i64 n, i64 tile, u64* flags, typename Op::T* nodes,
+                                              typename Op::T* tree) {
+    tile_scan_in(op, n, tile, flags, nodes, tree);
 }

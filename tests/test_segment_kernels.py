@@ -485,32 +485,25 @@ def resolve_walk(monkeypatch, kind: str, megabytes: int) -> dict:
 @pytest.mark.parametrize("kind", ["forced cuts", "news"])
 def test_segment_resolve_walk_without_a_step_per_piece(monkeypatch, kind):
     """Lines of 2 and 8 MB (1,024 and 4,096 pieces): the Numba twin's words, and segment_resolve's
-    longest thread no longer steps through every piece: its guesses walk one segment (at most `group`
-    pieces, the power of two next to sqrt(pieces)), the run's walk jumps over a segment per step
-    (matching up to GT_GUESSES guesses) and steps piece by piece only through the segments next to
-    the run's end (small values, binade edges). No piece is solved exactly in the walk: a class
-    table holds where the exact x's own shift from its class's tail keeps the solve's room from the
-    binade edges (the estimate's error bound, which grows with the run, cost 2 solves of a piece on
-    the 8 MB news line and 3 on 32 MB of 一). So the walk grows as sqrt(pieces): 352 -> 704 steps
-    (forced cuts) and 160 -> 320 (news) from 2 to 8 MB, where the walk of a step per piece took
-    24,562 steps at 8 MB and the exact solves 15,102 on the news line (26,937 on 32 MB of 一, 4,385
-    now, measured by hand). segment_pieces' estimates come a segment at a time too: its longest
-    thread is a piece's solve again (21,503 and 9,905 steps; its walk of a step per piece took
-    24,562 and 12,285)."""
+    longest thread no longer steps through every piece: its blocks scan the pieces' table steps as
+    max-plus matrices (GT_SEG_FRONT square, 64 steps a product, at most 2 log2(tiles) + 16 products
+    a thread) and the run's walk takes a step per segment (about a binade each). No piece is solved
+    exactly in the walk. Measured: 1,111 -> 1,371 steps (forced cuts) and 1,174 -> 1,562 (news) from
+    2 to 8 MB, mostly the scan's products; the guess walks of about sqrt(pieces) a segment took 352 ->
+    704 and 160 -> 320 (4,385 on 32 MB of 一), the walk of a step per piece 24,562 at 8 MB and the
+    exact solves 15,102 on the news line. segment_pieces' longest thread is a piece's solve (21,503
+    and 9,905 steps; its walk of a step per piece took 24,562 and 12,285)."""
     import gpu_text.cuda_ops.segment as launchers
 
     frontier = 1 if kind == "news" else 2
     small, large = resolve_walk(monkeypatch, kind, 2), resolve_walk(monkeypatch, kind, 8)
     print(f"segment_resolve's longest thread ({kind}): 2 MB {small}, 8 MB {large}")
-    assert (small["group"], large["group"]) == (32, 64)
     assert small["solved"] == large["solved"] == 0, (small, large)
-    per_piece = 1 + launchers.GUESSES * frontier + frontier ** 2  # a match and a table step
-    for walk in (small, large):  # a jump per segment; two segments stepped through
-        assert 0 < walk["steps"] <= (walk["pieces"] // walk["group"] + 2 * walk["group"]) * per_piece, walk
-    # four times the pieces: about twice the walk (a jump per segment, a segment's steps at the end)
-    assert large["steps"] <= 2.5 * small["steps"], (small, large)
-    if kind == "forced cuts":
-        assert large["steps"] <= 1000, large  # the walk of a step per piece: 24,562
+    products = launchers.SEG_FRONT ** 2 * (16 + 2 * (large["pieces"] // launchers.BLOCK).bit_length())
+    for walk in (small, large):  # the scan's products and a step per segment, far below a step per piece
+        assert 0 < walk["steps"] <= products + 256 < walk["pieces"] * 2, walk
+    # four times the pieces: two more levels of tiles (up to 2 x 64 steps each) and a few binades
+    assert large["steps"] <= small["steps"] + 8 * launchers.SEG_FRONT ** 2, (small, large)
     # a piece's solve (per frontier position), below the walk of a step per piece it replaced
     chunk = launchers.CHUNK_BYTES
     assert large["pieces_steps"] <= frontier * 1.5 * 6 * chunk

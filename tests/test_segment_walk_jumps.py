@@ -44,7 +44,7 @@ def random_lines() -> tuple[Segmenter, TextBatch]:
     """Han lines of a random dictionary (cut points and forced cuts, exact solves beside tables)."""
     rng = np.random.default_rng(16)
     return (Segmenter(random_dictionary(rng, 200)),
-            TextBatch.from_strings(["".join(rng.choice(HAN, 8000)) for _ in range(3)] + ["a", ""]))
+            TextBatch.from_strings(["".join(rng.choice(HAN, 24000)) for _ in range(3)] + ["a", ""]))
 
 
 @pytest.mark.parametrize("texts", [one_line, random_lines])

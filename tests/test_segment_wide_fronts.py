@@ -2,7 +2,8 @@
 cuts with wide frontiers, and a run whose pieces hold dictionary words of more than 128 bytes.
 The first two run a line of 256 KB and one of 1 MB through the emulated kernels, check the Numba
 twin's words, and check that no kernel's longest thread grows with the line beyond the run's walk
-(about sqrt(pieces) steps): before, one thread solved the whole run or every piece in turn. The
+(a step per segment of composed tables): before, one thread solved the whole run or every piece in
+turn. The
 last checks which frontiers now cut (up to GT_FRONT_MAX = 8 positions) and which still do not."""
 from __future__ import annotations
 

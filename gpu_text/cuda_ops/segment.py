@@ -101,7 +101,7 @@ def viterbi_loss(rt: KernelRuntime, data: Any, span_starts: Any, span_ends: Any,
     return losses
 
 
-# At most this many blocks run segment_pieces and segment_resolve (grid-stride loops over a list
+# At most this many blocks run segment_pieces (grid-stride loops over a list
 # whose length only the device knows): about one resident wave of an H200 (132 SMs x 2048 threads).
 LIST_BLOCKS = 1024
 # Bytes between two anchors (the longest runs are cut near each one): a thread's work is about a
@@ -113,11 +113,13 @@ FRONT_MAX = 8
 CLASSES_MAX = 8
 CLASS_FLOATS = 2 * FRONT_MAX + 1 + FRONT_MAX * FRONT_MAX * (CLASSES_MAX + 1) + FRONT_MAX * CLASSES_MAX
 CLASS_INTS = 3 + FRONT_MAX
-# segment_resolve's guesses per segment (GT_GUESSES), and per slot (GT_SPEC_FLOATS, GT_SPEC_INTS).
-GUESSES = 16
-SPEC_FLOATS = 2 * GUESSES * FRONT_MAX + 2 * GUESSES + FRONT_MAX + 1
-SPEC_INTS = 3 * GUESSES + 3
-# The counters of segment_pieces and the kernels after it (GT_COUNTERS).
+# segment_resolve's segments of composed tables (GT_SEG_FRONT: frontier positions of a segment
+# piece's matrix; GT_SEG_W: words of a product in its tile scan; GT_SEG_I: ints per slot).
+SEG_FRONT = FRONT_MAX
+SEG_W = SEG_FRONT * SEG_FRONT + 2
+SEG_I = 5
+# The counters of segment_pieces and the kernels after it (GT_COUNTERS); segment_resolve's tile flags
+# and per-run counts of scanned tiles follow them, one of each per anchor.
 COUNTERS = 6
 # segment_pieces' estimates per slot (GT_EST_FLOATS, GT_EST_INTS).
 EST_FLOATS = FRONT_MAX * FRONT_MAX + 2 + FRONT_MAX + 2
@@ -125,9 +127,9 @@ EST_INTS = FRONT_MAX + 6
 
 
 def _group_anchors(n_anchors: int) -> int:
-    """Anchors per group of the segments of segment_pieces' estimates and segment_resolve's walk: the
-    power of two next to sqrt(n_anchors), so a segment has at most that many pieces and a run's walk
-    steps over about as many segments."""
+    """Anchors per group of the segments of segment_pieces' estimates: the power of two next to
+    sqrt(n_anchors), so a segment has at most that many pieces and a run's estimate walk steps over
+    about as many segments."""
     return 1 << max(1, (max(n_anchors - 1, 0).bit_length() + 1) // 2)
 
 
@@ -205,7 +207,7 @@ def _route_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any,
     n_anchors = n_anchors if n_anchors > 1 else 0  # anchor 0 cuts nothing: a batch within a chunk is whole runs
     # segment_marks zeroes the counters (cuda/segment.cu's GT_COUNTERS) and the path (n + 1 bytes);
     # the flags (2 n + 2 bytes) it only sets, so they are zeroed here where they are read
-    counters = xp.empty(COUNTERS, xp.uint64)
+    counters = xp.empty(COUNTERS + 2 * n_anchors, xp.uint64)
     path = xp.empty(n + 1, xp.uint8)
     flags = (xp.zeros if with_flags else xp.empty)(2 * (n + 1), xp.uint8)
     ids = xp.empty(n, xp.int32)
@@ -241,14 +243,19 @@ def _route_rows(rt: KernelRuntime, state: Any, check: Any, label: Any, eow: Any,
         launch(rt.function("segment", "segment_settle"), blocks_for(n_slots * FRONT_MAX * CLASSES_MAX, BLOCK),
                (*model, np.float64(tail_score), np.float64(weight_bound), jieba, data, offsets, i64(n_rows),
                 i64(n_anchors), i64(n_slots), *fronts, slot_f, slot_i, score, length, class_f, class_i, est_f, est_i))
-        spec_f = xp.empty(SPEC_FLOATS * n_slots, xp.float64)
-        spec_i = xp.empty(SPEC_INTS * n_slots, xp.int64)
-        launch(rt.function("segment", "segment_resolve"), blocks_for(n_slots * GUESSES, BLOCK),
-               (*model, jieba, data, i64(n_anchors), i64(n_slots), i64(chunk), i64(group), counters, *fronts, slot_i,
-                class_f, class_i, spec_f, spec_i, est_i, *scratch))
+        seg_p = xp.empty(SEG_FRONT * SEG_FRONT * n_slots, xp.float64)
+        seg_x = xp.empty(SEG_FRONT * n_slots, xp.float64)
+        seg_i = xp.empty(SEG_I * n_slots, xp.int64)
+        seg_c = xp.empty(2 * SEG_FRONT * n_anchors, xp.uint64)
+        tiles = blocks_for(n_anchors, BLOCK)
+        nodes = xp.empty(SEG_W * tiles, xp.float64)
+        sweeps = xp.empty(BLOCK * SEG_W * tiles, xp.float64)  # the tiles' scan trees (too wide for shared memory)
+        launch(rt.function("segment", "segment_resolve"), tiles,
+               (*model, jieba, data, i64(n_anchors), counters, *fronts, slot_i, class_f, class_i, seg_p, seg_x,
+                seg_i, seg_c, nodes, sweeps, *scratch))
         launch(rt.function("segment", "segment_finish"), blocks_for(n_slots, BLOCK),
-               (*model, jieba, data, i64(n_anchors), i64(n_slots), *fronts, slot_i, class_f, class_i, spec_f,
-                spec_i, counters, i64(chunk), i64(group), est_i, *scratch))
+               (*model, jieba, data, i64(n_anchors), i64(n_slots), *fronts, slot_i, class_f, class_i, seg_p,
+                seg_x, seg_i, counters, i64(chunk), i64(group), est_i, *scratch))
         launch(rt.function("segment", "segment_paths"), blocks_for(n_anchors, BLOCK),
                (i64(n_anchors), front_n, slot_i, class_i, length, path, front_off, est_i))
     return path, length, flags, ids
