@@ -18,6 +18,7 @@
 #include "step_counter.cuh"
 #include "lookback.cuh"
 #include "tile_scan.cuh"
+#include "order_key.cuh"
 
 #define GT_LATTICE_NEG_INF (-__longlong_as_double(0x7ff0000000000000LL))
 #define GT_LATTICE_FALLBACK_IF_NO_CHAR 1
@@ -1343,16 +1344,6 @@ __device__ __forceinline__ void resolve_front(const LatticeArgs& g, i64 s, i64 b
 #error "GT_LSEG_NO_JUMPS is for the CPU emulator's tests only"
 #endif
 
-// Order-preserving keys of doubles (not NaN): keys compare as unsigned as their doubles do.
-__device__ __forceinline__ u64 order_key(double x) {
-    const u64 bits = (u64)__double_as_longlong(x);
-    return bits >> 63 ? ~bits : bits | (1ull << 63);
-}
-
-__device__ __forceinline__ double order_value(u64 key) {
-    return __longlong_as_double((long long)(key >> 63 ? key & ~(1ull << 63) : ~key));
-}
-
 // The tables lattice_resolve's scan reads (written by the launches before it).
 struct SegTables {
     i64 n_anchors;
@@ -1444,10 +1435,7 @@ struct SegScan {
     // Head h: no boundary after it yet, bounds that hold for any exits.
     __device__ __forceinline__ void start_head(i64 h) const {
         seg_i[GT_LSEG_I * h + 1] = -1;
-        for (int j = 0; j < GT_LFRONT; ++j) {
-            seg_c[2 * GT_LFRONT * h + j] = order_key(-GT_LATTICE_NEG_INF);
-            seg_c[2 * GT_LFRONT * h + GT_LFRONT + j] = order_key(GT_LATTICE_NEG_INF);
-        }
+        open_bounds(seg_c + 2 * GT_LFRONT * h, GT_LFRONT);
     }
     __device__ __noinline__ void element(i64 k, double* p) const {
         identity(p);
@@ -1593,11 +1581,7 @@ __device__ __noinline__ i64 segment_head(const WalkArrays& w, i64 h, double* xs,
     if (k0 < 0) return -1;
     for (int j = 0; j < GT_LFRONT; ++j) w.seg_x[GT_LFRONT * h + j] = xs[j];
     const int n_e = lattice_front(w.front_n, w.front_off, k0).n;
-    bool jump = true;
-    for (int j = 0; j < n_e; ++j) {
-        jump &= xs[j] <= order_value(__ldcg(w.seg_c + 2 * GT_LFRONT * h + j)) &&
-                xs[j] >= order_value(__ldcg(w.seg_c + 2 * GT_LFRONT * h + GT_LFRONT + j));
-    }
+    bool jump = within_bounds(w.seg_c + 2 * GT_LFRONT * h, GT_LFRONT, n_e, xs);
 #ifdef GT_LSEG_NO_JUMPS
     jump = false;  // tests: the walk a step per piece that each jump stands for
 #endif

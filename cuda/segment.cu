@@ -14,6 +14,7 @@
 #include "segment_rows.cuh"
 #include "lookback.cuh"
 #include "tile_scan.cuh"
+#include "order_key.cuh"
 
 __device__ __forceinline__ u8 jieba_kind(const u32* codepoints, const u8* row_start, i64 k) {
     const u32 c = codepoints[k];
@@ -1042,16 +1043,6 @@ __device__ __forceinline__ void after_solve(i64 a, i64 b, const Front& out, cons
 #error "GT_SEG_NO_JUMPS is for the CPU emulator's tests only"
 #endif
 
-// Order-preserving keys of doubles (not NaN): keys compare as unsigned as their doubles do.
-__device__ __forceinline__ u64 order_key(double x) {
-    const u64 bits = (u64)__double_as_longlong(x);
-    return bits >> 63 ? ~bits : bits | (1ull << 63);
-}
-
-__device__ __forceinline__ double order_value(u64 key) {
-    return __longlong_as_double((long long)(key >> 63 ? key & ~(1ull << 63) : ~key));
-}
-
 // The tables segment_resolve's scan reads (written by the launches before it).
 struct SegTables {
     i64 n_anchors;
@@ -1155,10 +1146,7 @@ struct SegScan {
     // Head h: no boundary after it yet, bounds that hold for any entries.
     __device__ __forceinline__ void start_head(i64 h) const {
         seg_i[GT_SEG_I * h + 1] = -1;
-        for (int j = 0; j < GT_SEG_FRONT; ++j) {
-            seg_c[2 * GT_SEG_FRONT * h + j] = order_key(-GT_NEG_INF);
-            seg_c[2 * GT_SEG_FRONT * h + GT_SEG_FRONT + j] = order_key(GT_NEG_INF);
-        }
+        open_bounds(seg_c + 2 * GT_SEG_FRONT * h, GT_SEG_FRONT);
     }
     __device__ __noinline__ void element(i64 i, double* p) const {
         identity(p);
@@ -1300,11 +1288,7 @@ __device__ __noinline__ i64 segment_head(const WalkArrays& w, i64 h, double* x, 
     if (k0 < 0 || b == k0 || b < 0) return k0;  // the run's start, or an empty segment: k0 stepped
     const int n_e = front_width(w.front_n, h);  // <= GT_SEG_FRONT: its first piece is a segment piece
     for (int j = 0; j < GT_SEG_FRONT; ++j) w.seg_x[GT_SEG_FRONT * h + j] = x[j];
-    bool jump = true;
-    for (int j = 0; j < n_e; ++j) {
-        jump &= x[j] <= order_value(__ldcg(w.seg_c + 2 * GT_SEG_FRONT * h + j)) &&
-                x[j] >= order_value(__ldcg(w.seg_c + 2 * GT_SEG_FRONT * h + GT_SEG_FRONT + j));
-    }
+    bool jump = within_bounds(w.seg_c + 2 * GT_SEG_FRONT * h, GT_SEG_FRONT, n_e, x);
 #ifdef GT_SEG_NO_JUMPS
     jump = false;  // tests: the walk a step per piece that each jump stands for
 #endif
@@ -1351,8 +1335,8 @@ segment_resolve(const int* __restrict__ state, const int* __restrict__ check, co
                 const int* __restrict__ front_n, const int* __restrict__ front_off, i64* __restrict__ slot_i,
                 double* __restrict__ class_f, int* __restrict__ class_i, double* __restrict__ seg_p,
                 double* __restrict__ seg_x, i64* __restrict__ seg_i, u64* __restrict__ seg_c,
-                double* __restrict__ nodes, double* __restrict__ sweeps, double* __restrict__ score, int* __restrict__ length,
-                int* __restrict__ ids, u8* __restrict__ path) {
+                double* __restrict__ nodes, double* __restrict__ sweeps, double* __restrict__ score,
+                int* __restrict__ length, int* __restrict__ ids, u8* __restrict__ path) {
     __shared__ i64 tile_slot;
     const i64 tile = lookback_tile(counters + 4, &tile_slot);
     const SegTables tables{n_anchors, slot_i, class_f, class_i, front_n};
