@@ -1345,14 +1345,19 @@ segment_resolve(const int* __restrict__ state, const int* __restrict__ check, co
                      sweeps + GT_BLOCK * GT_SEG_W * tile);
     u64* done = counters + GT_COUNTERS + n_anchors;  // per run's last piece: the tiles of its pieces scanned
     const i64 i = tile * GT_BLOCK + threadIdx.x, k = n_anchors - 1 - i;
-    const bool piece = i < n_anchors && slot_i[GT_SLOT_FIELDS * k + 4] != GT_SLOT_NONE;
-    if (!piece) return;
-    const i64 next = slot_i[GT_SLOT_FIELDS * k + 2], run = seg_i[GT_SEG_I * k + 4];
     auto tile_of = [&](i64 anchor) { return (n_anchors - 1 - anchor) / GT_BLOCK; };
-    // the first of run's pieces in this tile adds the tiles since its piece before (the run's last
-    // piece: 1), so that the run's count reaches 1 + the tile of its piece next to its start - its last's
-    if (next < 0 || tile_of(next) < tile) atomicAdd(done + run, next < 0 ? 1ull : (u64)(tile - tile_of(next)));
-    if (slot_i[GT_SLOT_FIELDS * k + 3] < n_anchors) return;  // the walk is the run's piece next to its start's
+    if (i < n_anchors && slot_i[GT_SLOT_FIELDS * k + 4] != GT_SLOT_NONE) {
+        // the first of run's pieces in this tile adds the tiles since its piece before (the run's last
+        // piece: 1), so that the run's count reaches 1 + the tile of its piece next to its start - its last's
+        const i64 next = slot_i[GT_SLOT_FIELDS * k + 2];
+        if (next < 0 || tile_of(next) < tile)
+            atomicAdd(done + seg_i[GT_SEG_I * k + 4], next < 0 ? 1ull : (u64)(tile - tile_of(next)));
+    }
+    __syncthreads();  // this tile's counts first: a walk waits on other blocks only
+    // the walk: the run's piece next to its start
+    if (i >= n_anchors || slot_i[GT_SLOT_FIELDS * k + 4] == GT_SLOT_NONE || slot_i[GT_SLOT_FIELDS * k + 3] < n_anchors)
+        return;
+    const i64 run = seg_i[GT_SEG_I * k + 4];
     tile_wait(done, run, (u64)(1 + tile - tile_of(run)));
     const Model m = {state, check, label, eow, trie_size, weights, unknown_weight, jieba_mode};
     const WalkArrays w{n_anchors, front_n, front_off, slot_i, class_f, class_i, seg_p, seg_x, seg_i, seg_c,
