@@ -246,7 +246,7 @@ def test_tile_scans_of_many_pieces(monkeypatch, resolve_launch, mode):
     # 16x the pieces: 4 more levels of tiles, 8 steps a scan at most (lattice_estimate's first pass
     # scans twice); the rest is a piece's solve, longer where several anchors in a row found no cut;
     # lattice_resolve's walks: a few steps per binade more (69 -> 105 for the 3 spans, 1,535 -> 24,571
-    # pieces; a segment per sqrt(pieces): 3 x 40 -> 3 x 157 before)
+    # pieces)
     for kernel, small in steps[0].items():
         if kernel != "lattice_resolve":
             assert steps[2][kernel] - small <= 32, (kernel, steps, counts)
